@@ -1,0 +1,112 @@
+"""The one interface between the agent loop and a model: a Harmony prompt in, pieces out.
+
+A backend turns a rendered Harmony prompt (text with special-token markers) into a stream
+of :class:`Piece` values. Special tokens arrive as their markers with ``special=True``, never
+as plain text. The stream's last piece is the stop token (``<|return|>`` or ``<|call|>``) when
+the model stopped on one; servers that hide it have it put back by their backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["Backend", "BackendConfig", "Generation", "Piece", "SamplingSettings", "StopReason"]
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One piece of model output: text, or a Harmony special token marker."""
+
+    text: str
+    special: bool = False
+
+
+class StopReason(StrEnum):
+    """Why a generation ended."""
+
+    RETURN = "return"  # <|return|>: the turn is over
+    CALL = "call"  # <|call|>: a tool should run
+    MAX_TOKENS = "max_tokens"
+    CANCELLED = "cancelled"
+    CONTEXT_FULL = "context_full"
+    END_OF_STREAM = "end_of_stream"  # the model or server stopped without a stop token
+
+
+@dataclass(slots=True)
+class SamplingSettings:
+    """Sampling knobs; gpt-oss's recommended defaults are temperature 1.0 and top_p 1.0."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int | None = None
+    seed: int | None = None
+
+
+@dataclass(slots=True)
+class BackendConfig:
+    """How to reach a model; :func:`lmc.backends.open_backend` picks the implementation.
+
+    ``api_base`` set: an OpenAI-compatible server. Otherwise llama.cpp in-process on
+    ``model`` (a GGUF path, ``hf:REPO[:FILE]``, or None for the default gpt-oss-20b), and with
+    ``replay`` set, that model forced through its own sampler to emit a recorded transcript.
+    """
+
+    model: str | None = None
+    api_base: str | None = None
+    replay: str | None = None
+    context_size: int = 8192
+    gpu_layers: int | None = None  # None: all layers when the build has a GPU
+    threads: int | None = None
+    seed: int | None = None
+    api_key: str | None = None
+    timeout: float = 600.0
+    prefix_cache: bool = True  # persist the system/developer prefix state on disk
+    verbose: bool = False
+
+
+class Generation(ABC):
+    """An iterator of pieces; ``stop_reason`` and the counters are set once it is exhausted."""
+
+    stop_reason: StopReason | None = None
+    #: Prompt tokens actually evaluated by the model for this call (cache hits excluded).
+    prompt_tokens_evaluated: int = 0
+    #: Total prompt tokens of this call.
+    prompt_tokens: int = 0
+    #: Tokens generated in this call.
+    completion_tokens: int = 0
+
+    @abstractmethod
+    def __iter__(self) -> Iterator[Piece]: ...
+
+
+class Backend(ABC):
+    """A model that completes Harmony prompts."""
+
+    #: The model's context window in tokens.
+    context_size: int
+
+    @abstractmethod
+    def generate(
+        self,
+        prompt: str,
+        settings: SamplingSettings | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation:
+        """Start completing ``prompt``; setting ``cancel`` stops within a token."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """How many tokens ``text`` (with special-token markers) takes in this model."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Free the model's resources."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

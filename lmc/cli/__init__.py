@@ -1,0 +1,1 @@
+"""The command line: a consumer of the chunk stream, nothing more."""

@@ -1,0 +1,87 @@
+"""lmc's one exception hierarchy.
+
+Every error lmc raises on purpose is an ``LmcError``; anything else escaping is a bug.
+Foreign errors (llama.cpp, httpx, jupyter_client, sqlite) are mapped to these at the
+boundary that calls them, with ``raise ... from exc``.
+
+    LmcError
+    ├── MessageError          an LMC message or chunk is malformed (unknown role/type/format)
+    ├── HarmonyError          Harmony text could not be rendered or parsed
+    ├── BackendError          the model backend failed
+    │   ├── ModelNotFoundError    no model file, or it could not be downloaded
+    │   ├── ContextOverflowError  the prompt does not fit the model's context
+    │   └── ServerError           an OpenAI-compatible server failed (connection, HTTP, SSE)
+    ├── ComputerError         a kernel could not be started or driven
+    ├── ConfigError           bad configuration (file, profile, environment, flag)
+    └── StorageError          the conversation database failed
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "ComputerError",
+    "ConfigError",
+    "ContextOverflowError",
+    "HarmonyError",
+    "LmcError",
+    "MessageError",
+    "ModelNotFoundError",
+    "ServerError",
+    "StorageError",
+]
+
+
+class LmcError(Exception):
+    """Base of every error lmc raises on purpose. ``str(err)`` is one line for the person."""
+
+    hint: str | None = None
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+
+class MessageError(LmcError, ValueError):
+    """An LMC message or chunk is malformed."""
+
+
+class HarmonyError(LmcError, ValueError):
+    """Harmony text could not be rendered or parsed."""
+
+
+class BackendError(LmcError):
+    """The model backend failed."""
+
+
+class ModelNotFoundError(BackendError):
+    """No model file was found, or it could not be downloaded."""
+
+
+class ContextOverflowError(BackendError):
+    """The prompt does not fit the model's context window."""
+
+    def __init__(self, prompt_tokens: int, context_size: int, *, hint: str | None = None) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.context_size = context_size
+        super().__init__(
+            f"the prompt is {prompt_tokens} tokens but the model's context holds {context_size}",
+            hint=hint,
+        )
+
+
+class ServerError(BackendError):
+    """An OpenAI-compatible HTTP server could not be reached or answered badly."""
+
+
+class ComputerError(LmcError):
+    """A kernel could not be started or driven."""
+
+
+class ConfigError(LmcError):
+    """The configuration (file, profile, environment or flag) is invalid."""
+
+
+class StorageError(LmcError):
+    """The conversation database could not be read or written."""

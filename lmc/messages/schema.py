@@ -1,0 +1,115 @@
+"""The LMC vocabulary (roles, types, formats) and validation of chunks and messages.
+
+Chunks and messages are plain dicts, exactly as Open Interpreter's streaming response shows
+them, so that they serialise to JSON as they are and any consumer can read them without lmc.
+A *chunk* is one streamed piece (it may carry only a ``start`` or ``end`` flag); a *message*
+is what chunks merge into (see :mod:`lmc.messages.assemble`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from lmc.errors import MessageError
+
+__all__ = [
+    "CODE_FORMATS",
+    "FORMATS_BY_TYPE",
+    "ROLES",
+    "TYPES",
+    "Chunk",
+    "Message",
+    "confirmation_chunk",
+    "validate_chunk",
+    "validate_message",
+]
+
+Chunk = dict[str, Any]
+Message = dict[str, Any]
+
+ROLES: Final = ("user", "assistant", "computer")
+
+CODE_FORMATS: Final = ("python", "shell", "javascript", "r", "applescript", "html")
+
+#: Which formats each type allows. ``None`` means the type carries no format.
+#: ``reasoning`` is lmc's own type for chain-of-thought (the analysis channel), kept apart from
+#: ``message`` so a consumer that shows every message never shows reasoning by accident.
+FORMATS_BY_TYPE: Final[Mapping[str, tuple[str | None, ...]]] = {
+    "message": (None,),
+    "reasoning": (None,),
+    "console": ("active_line", "output"),
+    "image": ("base64", "base64.png", "base64.jpeg", "path"),
+    "code": CODE_FORMATS,
+    "audio": ("wav",),
+    "confirmation": ("execution",),
+}
+
+TYPES: Final = tuple(FORMATS_BY_TYPE)
+
+_KEYS: Final = frozenset({"role", "type", "format", "content", "start", "end"})
+
+
+def _check_common(obj: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(obj, Mapping):
+        raise MessageError(f"an LMC {what} must be an object, not {type(obj).__name__}")
+    extra = set(obj) - _KEYS
+    if extra:
+        raise MessageError(f"unknown key(s) in LMC {what}: {', '.join(sorted(map(str, extra)))}")
+    role = obj.get("role")
+    if role not in ROLES:
+        raise MessageError(f"unknown LMC role {role!r} (expected one of {', '.join(ROLES)})")
+    kind = obj.get("type")
+    if kind not in FORMATS_BY_TYPE:
+        raise MessageError(f"unknown LMC type {kind!r} (expected one of {', '.join(TYPES)})")
+    fmt = obj.get("format")
+    allowed = FORMATS_BY_TYPE[kind]
+    # A console start/end flag carries no format (as in the seed); everything else must match.
+    if fmt not in allowed and not (fmt is None and (obj.get("start") or obj.get("end"))):
+        shown = ", ".join(str(a) for a in allowed)
+        raise MessageError(f"unknown format {fmt!r} for LMC type {kind!r} (expected {shown})")
+    return obj
+
+
+def _check_content(obj: Mapping[str, Any], what: str) -> None:
+    content = obj.get("content")
+    if obj["type"] == "confirmation":
+        if not isinstance(content, Mapping) or not isinstance(content.get("content"), str):
+            raise MessageError(f"an LMC confirmation {what} needs the code block as its content")
+        return
+    if obj.get("format") == "active_line":
+        if content is not None and not isinstance(content, str):
+            raise MessageError("an active_line chunk's content is a line number string or null")
+        return
+    if not isinstance(content, str):
+        raise MessageError(f"an LMC {what}'s content must be a string")
+
+
+def validate_chunk(chunk: object) -> Chunk:
+    """Return ``chunk`` if it is a well-formed LMC chunk, else raise :class:`MessageError`."""
+    obj = _check_common(chunk, "chunk")
+    for flag in ("start", "end"):
+        if flag in obj and obj[flag] is not True:
+            raise MessageError(f"the {flag!r} flag of an LMC chunk can only be true")
+    if "content" in obj or not (obj.get("start") or obj.get("end")):
+        _check_content(obj, "chunk")
+    return dict(obj)
+
+
+def validate_message(message: object) -> Message:
+    """Return ``message`` if it is a well-formed merged LMC message, else raise."""
+    obj = _check_common(message, "message")
+    if "start" in obj or "end" in obj:
+        raise MessageError("a stored LMC message carries no start/end flags")
+    _check_content(obj, "message")
+    return dict(obj)
+
+
+def confirmation_chunk(language: str, code: str) -> Chunk:
+    """The chunk a consumer sees before code runs (the seed's 'execution' confirmation)."""
+    return {
+        "role": "computer",
+        "type": "confirmation",
+        "format": "execution",
+        "content": {"type": "code", "format": language, "content": code},
+    }
