@@ -60,7 +60,7 @@ def _check_common(obj: object, what: str) -> Mapping[str, Any]:
     if role not in ROLES:
         raise MessageError(f"unknown LMC role {role!r} (expected one of {', '.join(ROLES)})")
     kind = obj.get("type")
-    if kind not in FORMATS_BY_TYPE:
+    if not isinstance(kind, str) or kind not in FORMATS_BY_TYPE:
         raise MessageError(f"unknown LMC type {kind!r} (expected one of {', '.join(TYPES)})")
     fmt = obj.get("format")
     allowed = FORMATS_BY_TYPE[kind]

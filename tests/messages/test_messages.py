@@ -1,0 +1,185 @@
+"""LMC chunks and messages: validation, assembly into merged messages, JSON round trip."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lmc.errors import LmcError, MessageError
+from lmc.messages import (
+    FORMATS_BY_TYPE,
+    MessageAssembler,
+    assemble,
+    confirmation_chunk,
+    messages_from_json,
+    messages_to_json,
+    validate_chunk,
+    validate_message,
+)
+
+SEED_STREAM = [
+    {"role": "assistant", "type": "code", "format": "python", "start": True},
+    {"role": "assistant", "type": "code", "format": "python", "content": "34"},
+    {"role": "assistant", "type": "code", "format": "python", "content": " /"},
+    {"role": "assistant", "type": "code", "format": "python", "content": " "},
+    {"role": "assistant", "type": "code", "format": "python", "content": "24"},
+    {"role": "assistant", "type": "code", "format": "python", "end": True},
+    confirmation_chunk("python", "34 / 24"),
+    {"role": "computer", "type": "console", "start": True},
+    {"role": "computer", "type": "console", "format": "active_line", "content": "1"},
+    {"role": "computer", "type": "console", "format": "output", "content": "1.4166666666666667\n"},
+    {"role": "computer", "type": "console", "format": "active_line", "content": None},
+    {"role": "computer", "type": "console", "end": True},
+    {"role": "assistant", "type": "message", "start": True},
+    {"role": "assistant", "type": "message", "content": "The result"},
+    {"role": "assistant", "type": "message", "content": " is 1.42."},
+    {"role": "assistant", "type": "message", "end": True},
+]
+
+
+def test_seed_stream_assembles_into_three_messages() -> None:
+    assert assemble(SEED_STREAM) == [
+        {"role": "assistant", "type": "code", "format": "python", "content": "34 / 24"},
+        {
+            "role": "computer",
+            "type": "console",
+            "format": "output",
+            "content": "1.4166666666666667\n",
+        },
+        {"role": "assistant", "type": "message", "content": "The result is 1.42."},
+    ]
+
+
+def test_start_flag_separates_messages_of_the_same_kind() -> None:
+    chunks = [
+        {"role": "assistant", "type": "message", "start": True},
+        {"role": "assistant", "type": "message", "content": "preamble"},
+        {"role": "assistant", "type": "message", "end": True},
+        {"role": "assistant", "type": "message", "start": True},
+        {"role": "assistant", "type": "message", "content": "final"},
+        {"role": "assistant", "type": "message", "end": True},
+    ]
+    assert [m["content"] for m in assemble(chunks)] == ["preamble", "final"]
+
+
+def test_flagless_chunks_of_the_same_kind_merge_and_a_new_kind_splits() -> None:
+    chunks = [
+        {"role": "user", "type": "message", "content": "a"},
+        {"role": "user", "type": "message", "content": "b"},
+        {"role": "assistant", "type": "reasoning", "content": "think"},
+        {"role": "user", "type": "message", "content": "c"},
+    ]
+    assert assemble(chunks) == [
+        {"role": "user", "type": "message", "content": "ab"},
+        {"role": "assistant", "type": "reasoning", "content": "think"},
+        {"role": "user", "type": "message", "content": "c"},
+    ]
+
+
+def test_images_never_merge() -> None:
+    image = {"role": "computer", "type": "image", "format": "base64.png", "content": "AAAA"}
+    assert len(assemble([image, dict(image)])) == 2
+
+
+def test_assembler_returns_the_message_a_chunk_went_into() -> None:
+    assembler = MessageAssembler()
+    assert assembler.add({"role": "computer", "type": "console", "start": True}) is None
+    first = assembler.add(
+        {"role": "computer", "type": "console", "format": "output", "content": "x"}
+    )
+    second = assembler.add(
+        {"role": "computer", "type": "console", "format": "output", "content": "y"}
+    )
+    assert first is second
+    assert second == {"role": "computer", "type": "console", "format": "output", "content": "xy"}
+
+
+@pytest.mark.parametrize(
+    ("chunk", "fragment"),
+    [
+        ({"role": "robot", "type": "message", "content": "x"}, "unknown LMC role 'robot'"),
+        ({"role": "user", "type": "letter", "content": "x"}, "unknown LMC type 'letter'"),
+        (
+            {"role": "assistant", "type": "code", "format": "cobol", "content": "x"},
+            "unknown format 'cobol'",
+        ),
+        ({"role": "user", "type": "message", "content": 3}, "content must be a string"),
+        ({"role": "user", "type": "message", "content": "x", "extra": 1}, "unknown key"),
+        ({"role": "user", "type": "message", "start": False}, "can only be true"),
+        ("not a dict", "must be an object"),
+    ],
+)
+def test_bad_chunks_get_one_clear_error(chunk: object, fragment: str) -> None:
+    with pytest.raises(MessageError, match=fragment) as info:
+        validate_chunk(chunk)
+    assert isinstance(info.value, LmcError)
+    assert "\n" not in str(info.value)
+
+
+def test_every_seed_format_is_accepted() -> None:
+    for kind, formats in FORMATS_BY_TYPE.items():
+        for fmt in formats:
+            if kind == "confirmation":
+                validate_chunk(confirmation_chunk("python", "1"))
+                continue
+            chunk = {"role": "computer", "type": kind, "content": "1"}
+            if fmt is not None:
+                chunk["format"] = fmt
+            assert validate_chunk(chunk) == chunk
+    seed_formats = {
+        "active_line", "output", "base64", "base64.png", "base64.jpeg", "path", "html",
+        "javascript", "python", "r", "applescript", "shell", "wav",
+    }  # fmt: skip
+    known = {f for formats in FORMATS_BY_TYPE.values() for f in formats}
+    assert seed_formats <= known
+
+
+def test_stored_messages_carry_no_flags() -> None:
+    with pytest.raises(MessageError, match="no start/end flags"):
+        validate_message({"role": "user", "type": "message", "content": "x", "start": True})
+
+
+def test_json_round_trip_keeps_unicode_readable() -> None:
+    messages = [*assemble(SEED_STREAM), {"role": "user", "type": "message", "content": "日本語"}]
+    text = messages_to_json(messages)
+    assert "日本語" in text
+    assert messages_from_json(text) == messages
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [("{", "not valid JSON"), ('{"a": 1}', "must be a list"), ('[{"role": "x"}]', "role")],
+)
+def test_bad_json_is_a_message_error(text: str, fragment: str) -> None:
+    with pytest.raises(MessageError, match=fragment):
+        messages_from_json(text)
+
+
+_text = st.text(max_size=8)
+_content_chunk = st.sampled_from(
+    [("user", "message", None), ("assistant", "code", "python"), ("computer", "console", "output")]
+).flatmap(
+    lambda key: _text.map(
+        lambda t: {
+            "role": key[0],
+            "type": key[1],
+            **({"format": key[2]} if key[2] else {}),
+            "content": t,
+        }
+    )
+)
+
+
+@given(st.lists(_content_chunk, max_size=20))
+def test_assembly_keeps_all_content_in_order(chunks: list[dict[str, str]]) -> None:
+    messages = assemble(chunks)
+    assert "".join(m["content"] for m in messages) == "".join(c["content"] for c in chunks)
+    for before, after in itertools.pairwise(messages):
+        assert (before["role"], before["type"]) != (after["role"], after["type"]) or before.get(
+            "format"
+        ) != after.get("format")
+    assert json.loads(messages_to_json(messages)) == messages
