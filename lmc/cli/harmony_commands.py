@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -29,9 +29,15 @@ def _read(source: str) -> str:
         _fail(f"cannot read {source}: {exc}")
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"lmc harmony: {message}", err=True)
     raise typer.Exit(2)
+
+
+def _write(text: str) -> None:
+    """Write exactly ``text`` as UTF-8, whatever the locale's encoding."""
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
 @harmony_app.command("render")
@@ -58,11 +64,10 @@ def render_command(
             auto_drop_analysis=not no_drop_analysis,
         )
     except json.JSONDecodeError as exc:
-        raise _fail(f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        _fail(f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
     except LmcError as exc:
-        raise _fail(str(exc)) from None
-    sys.stdout.write(rendered)
-    sys.stdout.flush()
+        _fail(str(exc))
+    _write(rendered)
 
 
 @harmony_app.command("parse")
@@ -85,17 +90,15 @@ def parse_command(
     from lmc.harmony.to_lmc import completion_to_chunks
 
     if role not in ("assistant", "none"):
-        raise _fail(f"unknown role {role!r} (expected assistant or none)")
+        _fail(f"unknown role {role!r} (expected assistant or none)")
     start_role = None if role == "none" else "assistant"
     text = _read(source)
     try:
         if messages:
             parsed = parse_completion(text, role=start_role)
-            sys.stdout.write(json.dumps([m.to_json() for m in parsed], ensure_ascii=False))
-            sys.stdout.write("\n")
+            _write(json.dumps([m.to_json() for m in parsed], ensure_ascii=False) + "\n")
         else:
             for chunk in completion_to_chunks(text, role=start_role):
-                sys.stdout.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+                _write(json.dumps(chunk, ensure_ascii=False) + "\n")
     except LmcError as exc:
-        raise _fail(str(exc)) from None
-    sys.stdout.flush()
+        _fail(str(exc))
