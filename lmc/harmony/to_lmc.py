@@ -1,0 +1,166 @@
+"""Harmony events to LMC chunks, sans-IO: what a person (or an LMC consumer) sees stream by.
+
+Each assistant message becomes a start chunk, content chunks as the pieces arrive, and an
+end chunk, in the shapes of Open Interpreter's streaming response:
+
+- ``analysis`` without a recipient: type ``reasoning`` (chain-of-thought, never ``message``);
+- ``commentary`` without a recipient (a preamble for the user), ``final``, or no channel
+  (a headerless answer): type ``message``;
+- a message to the python tool or to a function whose name is a language lmc runs
+  (``python``, ``functions.shell``, ...): type ``code`` with that language as its format.
+  JSON arguments (content type ``json``, or a function's content that opens with ``{``)
+  have their ``code`` field decoded as it streams, so code still arrives piece by piece.
+
+Messages to other recipients (the browser, unknown tools) and messages from other roles
+give no chunks: the agent loop reports unknown tools and produces tool output itself.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from lmc.harmony.events import ContentDelta, Event, Header, MessageEnded, MessageStarted
+from lmc.harmony.json_string import JsonFieldStreamer
+from lmc.harmony.parser import StreamParser
+from lmc.harmony.types import ASSISTANT
+from lmc.messages.schema import CODE_FORMATS, Chunk
+
+__all__ = ["LmcMapper", "chunk_kind", "completion_to_chunks", "tool_language"]
+
+_FUNCTIONS = "functions."
+
+
+def tool_language(recipient: str | None) -> str | None:
+    """The language a recipient runs, or None: ``python``, ``functions.shell`` -> ``shell``.
+
+    A content type glued to the recipient (``python code``) is ignored.
+    """
+    if not recipient:
+        return None
+    words = recipient.split()
+    if not words:
+        return None
+    name = words[0].lower()
+    name = name.removeprefix(_FUNCTIONS)
+    return name if name in CODE_FORMATS else None
+
+
+def chunk_kind(header: Header) -> tuple[str, str | None] | None:
+    """(LMC type, format) for a message with this header, or None when it shows nothing."""
+    if header.role != ASSISTANT:
+        return None
+    if header.recipient is not None and header.recipient != "all":
+        language = tool_language(header.recipient)
+        return ("code", language) if language is not None else None
+    if header.channel == "analysis":
+        return ("reasoning", None)
+    return ("message", None)
+
+
+class _Arguments(Enum):
+    RAW = "raw"  # the content is the code itself
+    JSON = "json"  # the content is JSON arguments: stream the code field
+    UNDECIDED = "undecided"  # a function's content: JSON if it opens with "{"
+
+
+class LmcMapper:
+    """Feed parser events, get LMC chunk dicts back (fresh dicts, the caller may keep them)."""
+
+    def __init__(self) -> None:
+        self._base: Chunk | None = None  # role/type/format of the message being shown
+        self._mode = _Arguments.RAW
+        self._fields: JsonFieldStreamer | None = None
+        self._raw: list[str] = []  # JSON arguments as written, for when no code field is found
+        self._undecided: list[str] = []
+
+    def feed(self, event: Event) -> list[Chunk]:
+        """Map one event to the chunks it produces (often exactly one, sometimes none)."""
+        if type(event) is ContentDelta:
+            if self._base is None:
+                return []
+            if self._mode is _Arguments.RAW:
+                chunk = self._base.copy()
+                chunk["content"] = event.text
+                return [chunk]
+            return self._arguments(event.text)
+        if isinstance(event, MessageStarted):
+            return self._start(event.header)
+        if isinstance(event, MessageEnded):
+            return self._end()
+        return []
+
+    def _start(self, header: Header) -> list[Chunk]:
+        self._base = None
+        kind = chunk_kind(header)
+        if kind is None:
+            return []
+        kind_type, kind_format = kind
+        base: Chunk = {"role": ASSISTANT, "type": kind_type}
+        if kind_format is not None:
+            base["format"] = kind_format
+        self._base = base
+        self._mode = _Arguments.RAW
+        self._fields = None
+        self._raw = []
+        self._undecided = []
+        if kind_type == "code":
+            content_type = (header.content_type or "").lower()
+            if "json" in content_type:
+                self._mode = _Arguments.JSON
+                self._fields = JsonFieldStreamer()
+            elif (header.recipient or "").startswith(_FUNCTIONS):
+                self._mode = _Arguments.UNDECIDED
+        return [{**base, "start": True}]
+
+    def _arguments(self, text: str) -> list[Chunk]:
+        assert self._base is not None
+        if self._mode is _Arguments.UNDECIDED:
+            self._undecided.append(text)
+            stripped = text.lstrip()
+            if not stripped:
+                return []
+            held = "".join(self._undecided)
+            self._undecided = []
+            if stripped[0] == "{":
+                self._mode = _Arguments.JSON
+                self._fields = JsonFieldStreamer()
+            else:
+                self._mode = _Arguments.RAW
+                return [{**self._base, "content": held}]
+            text = held
+        assert self._fields is not None
+        code = self._fields.feed(text)
+        if not self._fields.found:
+            self._raw.append(text)
+            if self._fields.failed:  # not JSON after all: the content is the code
+                self._mode = _Arguments.RAW
+                return [{**self._base, "content": "".join(self._raw)}]
+        return [{**self._base, "content": code}] if code else []
+
+    def _end(self) -> list[Chunk]:
+        base = self._base
+        if base is None:
+            return []
+        self._base = None
+        chunks: list[Chunk] = []
+        if self._mode is _Arguments.UNDECIDED and self._undecided:
+            chunks.append({**base, "content": "".join(self._undecided)})
+        elif self._mode is _Arguments.JSON and self._fields is not None:
+            if self._fields.found:
+                rest = self._fields.finish()
+                if rest:
+                    chunks.append({**base, "content": rest})
+            elif self._raw:  # no code field: show the arguments as they were written
+                chunks.append({**base, "content": "".join(self._raw)})
+        chunks.append({**base, "end": True})
+        return chunks
+
+
+def completion_to_chunks(text: str, role: str | None = ASSISTANT) -> list[Chunk]:
+    """Parse a whole completion (markers written inside the text) into LMC chunks."""
+    parser = StreamParser(role)
+    mapper = LmcMapper()
+    chunks: list[Chunk] = []
+    for event in [*parser.feed_text(text), *parser.finish()]:
+        chunks.extend(mapper.feed(event))
+    return chunks
