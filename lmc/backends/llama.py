@@ -1,0 +1,434 @@
+"""gpt-oss in-process through llama.cpp (llama-cpp-python): the default backend.
+
+Theory of operation
+-------------------
+The backend owns one llama.cpp context and remembers what is in it: the token ids of the
+KV cache (``Llama.input_ids[:n_tokens]``) and, in a :class:`TokenLog`, the ids and bytes of
+the last prompt and everything sampled after it. A call
+
+1. tokenizes the prompt, reusing the logged ids for the part it shares with the log, so
+   the assistant's sampled tokens come back exactly as sampled;
+2. keeps the longest KV prefix the new ids share and evaluates only the rest (with the
+   prefix state cache, a fresh process loads the system/developer prefix from disk);
+3. samples with llama.cpp's own sampler chain (in replay, a logits processor first leaves
+   only the scripted token), emitting each token as a :class:`Piece` at once: special
+   tokens as their markers, text with a split UTF-8 character held back;
+4. stops on ``<|return|>`` or ``<|call|>`` by token id, never on ``<|end|>``.
+
+A sampled token is evaluated only when the next one is needed, so the stop token enters
+the KV cache with the next prompt (it is one of that call's evaluated tokens). Foreign
+errors are mapped to :mod:`lmc.errors` in :func:`_llama_errors`, the one place that does.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from lmc.backends._pieces import Utf8Pieces
+from lmc.backends._prefix_cache import PrefixStateCache, default_cache_dir, prefix_end
+from lmc.backends._token_log import TokenLog
+from lmc.backends.base import (
+    Backend,
+    BackendConfig,
+    Generation,
+    Piece,
+    SamplingSettings,
+    StopReason,
+)
+from lmc.backends.replay import ReplayScript
+from lmc.errors import BackendError, ContextOverflowError
+from lmc.harmony import tokens
+
+__all__ = ["LlamaCppBackend"]
+
+_RANDOM_SEED = 0xFFFFFFFF  # llama.cpp's LLAMA_DEFAULT_SEED: a fresh random seed
+_OVERFLOW_HINT = (
+    "Start a new conversation, shorten the input, or raise the context size "
+    "(--context-size) if the model and memory allow it."
+)
+
+
+@contextmanager
+def _llama_errors(what: str) -> Iterator[None]:
+    """Map llama-cpp-python's exceptions (ValueError, RuntimeError, OSError) to BackendError."""
+    try:
+        yield
+    except (ValueError, RuntimeError, OSError, AssertionError) as exc:
+        raise BackendError(f"llama.cpp failed to {what}: {exc}") from exc
+
+
+_SILENT_LOG: list[Any] = []  # the ctypes callback must outlive every call into llama.cpp
+
+
+def _route_llama_logs(*, verbose: bool) -> None:
+    """llama.cpp logs to stderr only when verbose (its warnings would garble the terminal)."""
+    import llama_cpp
+    from llama_cpp import _logger
+
+    if verbose:
+        llama_cpp.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
+        return
+    if not _SILENT_LOG:
+        _SILENT_LOG.append(llama_cpp.llama_log_callback(lambda level, text, data: None))
+    llama_cpp.llama_log_set(_SILENT_LOG[0], ctypes.c_void_p(0))
+
+
+class LlamaGeneration(Generation):
+    """One call's stream; iterate it once."""
+
+    def __init__(self, prompt_tokens: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.run: Iterator[Piece] = iter(())
+
+    def __iter__(self) -> Iterator[Piece]:
+        return self.run
+
+
+class LlamaCppBackend(Backend):
+    """A GGUF gpt-oss model in this process; with ``replay``, forced to emit a transcript."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        config: BackendConfig | None = None,
+        *,
+        replay: ReplayScript | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        import llama_cpp
+
+        config = config or BackendConfig()
+        self._lib = llama_cpp
+        self.model_path = Path(model_path)
+        self.config = config
+        self.replay = replay
+        gpu_layers = config.gpu_layers
+        if gpu_layers is None:
+            gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
+        kwargs: dict[str, Any] = {
+            "model_path": str(self.model_path),
+            "n_ctx": config.context_size,
+            "n_gpu_layers": gpu_layers,
+            "seed": config.seed if config.seed is not None else _RANDOM_SEED,
+            "verbose": config.verbose,
+            # A full-size sliding-window cache, so that any prefix of the context can be kept.
+            "swa_full": True,
+        }
+        if config.threads:
+            kwargs["n_threads"] = kwargs["n_threads_batch"] = config.threads
+        if not self.model_path.is_file():
+            raise BackendError(f"no model file at {self.model_path}")
+        _route_llama_logs(verbose=config.verbose)
+        with _llama_errors(f"load the model {self.model_path}"):
+            # Any: llama-cpp-python's internals used here (_ctx, input_ids) are untyped.
+            self._llm: Any = llama_cpp.Llama(**kwargs)
+        self.context_size = int(self._llm.n_ctx())
+        self._vocab = self._llm._model.vocab
+        self._markers = self._find_markers()
+        self._stops: dict[int, StopReason] = {}
+        for marker, reason in ((tokens.RETURN, StopReason.RETURN), (tokens.CALL, StopReason.CALL)):
+            ids = [i for i, m in self._markers.items() if m == marker]
+            if not ids:
+                raise BackendError(
+                    f"{self.model_path.name} has no {marker} token: it is not a gpt-oss "
+                    "(Harmony) model"
+                )
+            self._stops[ids[0]] = reason
+        self._piece_cache: dict[int, bytes] = {}
+        self._log = TokenLog(m.encode() for m in tokens.SPECIAL_TOKENS)
+        self._prefix_cache: PrefixStateCache | None = None
+        if config.prefix_cache:
+            stat = self.model_path.stat()
+            identity = "|".join(
+                map(
+                    str,
+                    (
+                        self.model_path.resolve(),
+                        stat.st_size,
+                        stat.st_mtime_ns,
+                        llama_cpp.__version__,
+                        self.context_size,
+                        *(
+                            getattr(self._llm.context_params, name, None)
+                            for name in ("type_k", "type_v", "flash_attn_type", "flash_attn")
+                        ),
+                    ),
+                )
+            )
+            self._prefix_cache = PrefixStateCache(cache_dir or default_cache_dir(), identity)
+        self._serial = 0  # a new generate() call supersedes an unfinished one
+        #: Prefix state files read and written by this backend (tests and benchmarks look).
+        self.prefix_cache_hits = 0
+        self.prefix_cache_writes = 0
+
+    # ------------------------------------------------------------------ Backend interface
+
+    def generate(
+        self,
+        prompt: str,
+        settings: SamplingSettings | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation:
+        settings = settings or SamplingSettings()
+        data = prompt.encode("utf-8")
+        reused, offset = self._log.reusable(data)
+        self._log.truncate(len(reused))
+        for token in self._tokenize(data[offset:]):
+            self._log.append(token, self._piece(token), special=token in self._markers)
+        ids = list(self._log.ids)
+        if not ids:
+            raise BackendError("the prompt is empty")
+        if len(ids) > self.context_size:
+            raise ContextOverflowError(len(ids), self.context_size, hint=_OVERFLOW_HINT)
+        forced = self._tokenize(self.replay.take().encode()) if self.replay else None
+        self._serial += 1
+        generation = LlamaGeneration(len(ids))
+        generation.run = self._run(
+            generation,
+            serial=self._serial,
+            prompt=prompt,
+            ids=ids,
+            settings=settings,
+            cancel=cancel,
+            forced=forced,
+        )
+        return generation
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenize(text.encode("utf-8")))
+
+    def close(self) -> None:
+        llm = getattr(self, "_llm", None)
+        if llm is not None:
+            llm.close()
+            self._llm = None
+
+    # -------------------------------------------------------------------- the one loop
+
+    def _run(
+        self,
+        generation: Generation,
+        *,
+        serial: int,
+        prompt: str,
+        ids: list[int],
+        settings: SamplingSettings,
+        cancel: threading.Event | None,
+        forced: list[int] | None,
+    ) -> Iterator[Piece]:
+        llm = self._llm
+
+        def cancelled() -> bool:
+            return (cancel is not None and cancel.is_set()) or serial != self._serial
+
+        keep = self._kv_match(ids)
+        if self._prefix_cache is not None:
+            keep, evaluated = self._use_prefix_cache(prompt, ids, keep, cancelled)
+            generation.prompt_tokens_evaluated += evaluated
+        self._truncate_kv(keep)
+        if not self._eval(ids[keep:], cancelled):
+            generation.stop_reason = StopReason.CANCELLED
+            return
+        generation.prompt_tokens_evaluated += len(ids) - keep
+
+        sampler = self._sampler(settings, forced, generation)
+        pieces = Utf8Pieces()
+        reason = StopReason.END_OF_STREAM
+        try:
+            while True:
+                if settings.max_tokens is not None and (
+                    generation.completion_tokens >= settings.max_tokens
+                ):
+                    reason = StopReason.MAX_TOKENS
+                    break
+                if cancelled():
+                    reason = StopReason.CANCELLED
+                    break
+                with _llama_errors("sample a token"):
+                    token = sampler.sample(llm._ctx, -1)
+                generation.completion_tokens += 1
+                data = self._piece(token)
+                self._log.append(token, data, special=token in self._markers)
+                marker = self._markers.get(token)
+                if marker is not None:
+                    yield from pieces.special(marker)
+                    if token in self._stops:
+                        reason = self._stops[token]
+                        break
+                else:
+                    piece = pieces.text(data)
+                    if piece is not None:
+                        yield piece
+                if cancelled():
+                    reason = StopReason.CANCELLED
+                    break
+                if llm.n_tokens >= self.context_size:
+                    reason = StopReason.CONTEXT_FULL
+                    break
+                with _llama_errors("evaluate a token"):
+                    llm.eval([token])
+            yield from pieces.flush()
+        finally:
+            generation.stop_reason = reason
+            sampler.close()
+
+    # ---------------------------------------------------------------------- KV cache
+
+    def _kv_match(self, ids: Sequence[int]) -> int:
+        """How many of ``ids`` the KV cache already holds (at least one is left to evaluate)."""
+        llm = self._llm
+        n = min(llm.n_tokens, len(ids))
+        cached = llm.input_ids[:n].tolist()
+        keep = 0
+        while keep < n and cached[keep] == ids[keep]:
+            keep += 1
+        # Sampling needs the logits of the prompt's last token: evaluate it again.
+        return min(keep, len(ids) - 1)
+
+    def _truncate_kv(self, keep: int) -> None:
+        llm = self._llm
+        if keep < llm.n_tokens and not llm._ctx.kv_cache_seq_rm(-1, keep, -1):
+            llm._ctx.kv_cache_clear()
+            keep = 0
+        llm.n_tokens = min(keep, llm.n_tokens)
+
+    def _eval(self, ids: Sequence[int], cancelled: Any) -> bool:
+        """Evaluate in batches, checking for cancellation between them."""
+        llm = self._llm
+        step = max(1, int(llm.n_batch))
+        for start in range(0, len(ids), step):
+            if cancelled():
+                return False
+            with _llama_errors("evaluate the prompt"):
+                llm.eval(ids[start : start + step])
+        return True
+
+    def _use_prefix_cache(
+        self, prompt: str, ids: list[int], keep: int, cancelled: Any
+    ) -> tuple[int, int]:
+        """Load the fixed prefix's state from disk, or evaluate and store it; (keep, evaluated)."""
+        assert self._prefix_cache is not None
+        end = prefix_end(prompt)
+        if end == 0:
+            return keep, 0
+        prefix_ids = self._tokenize(prompt[:end].encode("utf-8"))
+        n = len(prefix_ids)
+        if keep >= n or n >= len(ids) or ids[:n] != prefix_ids:
+            return keep, 0
+        payload = self._prefix_cache.load(prefix_ids)
+        if payload is not None and self._restore(payload, prefix_ids):
+            self.prefix_cache_hits += 1
+            return n, 0
+        self._truncate_kv(keep)
+        if not self._eval(ids[keep:n], cancelled):
+            return self._llm.n_tokens, self._llm.n_tokens - keep
+        state = self._snapshot()
+        if state is not None and self._prefix_cache.store(prefix_ids, state) is not None:
+            self.prefix_cache_writes += 1
+        return n, n - keep
+
+    def _snapshot(self) -> bytes | None:
+        lib, ctx = self._lib, self._llm.ctx
+        size = lib.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = lib.llama_state_seq_get_data(ctx, buffer, size, 0)
+        return ctypes.string_at(buffer, written) if written else None
+
+    def _restore(self, payload: bytes, prefix_ids: Sequence[int]) -> bool:
+        """Replace the KV cache with a stored prefix state; False (and empty) if llama refuses."""
+        lib, llm = self._lib, self._llm
+        llm._ctx.kv_cache_clear()
+        llm.n_tokens = 0
+        buffer = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
+        if not lib.llama_state_seq_set_data(llm.ctx, buffer, len(payload), 0):
+            llm._ctx.kv_cache_clear()
+            return False
+        llm.input_ids[: len(prefix_ids)] = prefix_ids
+        llm.n_tokens = len(prefix_ids)
+        return True
+
+    # ---------------------------------------------------------------------- sampling
+
+    def _sampler(
+        self,
+        settings: SamplingSettings,
+        forced: list[int] | None,
+        generation: Generation,
+    ) -> Any:
+        from llama_cpp import _internals
+
+        new_sampler: Any = _internals.LlamaSampler  # untyped in llama-cpp-python
+        sampler = new_sampler()
+        if forced is not None:
+            sampler.add_custom(_forcing(forced, generation))
+        seed = settings.seed if settings.seed is not None else self.config.seed
+        if settings.temperature <= 0:
+            sampler.add_greedy()
+        else:
+            if settings.top_p < 1.0:
+                sampler.add_top_p(settings.top_p, 1)
+            sampler.add_temp(settings.temperature)
+            sampler.add_dist(seed if seed is not None else _RANDOM_SEED)
+        return sampler
+
+    # ---------------------------------------------------------------------- tokens
+
+    def _tokenize(self, data: bytes) -> list[int]:
+        if not data:
+            return []
+        with _llama_errors("tokenize"):
+            return list(self._llm.tokenize(data, add_bos=False, special=True))
+
+    def _piece(self, token: int) -> bytes:
+        """A token's bytes, special tokens as their text."""
+        data = self._piece_cache.get(token)
+        if data is None:
+            buffer = ctypes.create_string_buffer(64)
+            n = self._lib.llama_token_to_piece(self._vocab, token, buffer, 64, 0, True)
+            if n < 0:
+                buffer = ctypes.create_string_buffer(-n)
+                n = self._lib.llama_token_to_piece(self._vocab, token, buffer, -n, 0, True)
+            data = buffer.raw[:n]
+            self._piece_cache[token] = data
+        return data
+
+    def _find_markers(self) -> dict[int, str]:
+        """Token id -> marker, asking the model's own tokenizer (ids differ between vocabs)."""
+        markers: dict[int, str] = {}
+        for marker in tokens.SPECIAL_TOKENS:
+            ids = self._tokenize(marker.encode())
+            if len(ids) == 1:
+                markers[ids[0]] = marker
+        return markers
+
+
+def _forcing(forced: list[int], generation: Generation) -> Any:
+    """A llama.cpp sampler stage leaving only the next scripted token (replay)."""
+    import numpy as np
+
+    def apply(cur_p: Any) -> None:
+        step = generation.completion_tokens
+        if step >= len(forced):
+            return
+        target = forced[step]
+        array = cur_p.contents
+        size = int(array.size)
+        # llama_token_data is {int32 id; float logit; float p}: view it as 3 floats per token.
+        raw = ctypes.cast(array.data, ctypes.POINTER(ctypes.c_float))
+        values = np.ctypeslib.as_array(raw, shape=(size * 3,))
+        ids = values.view(np.int32)[0::3]
+        index = target if target < size and ids[target] == target else -1
+        if index < 0:
+            hits = np.flatnonzero(ids == target)
+            if hits.size == 0:
+                return
+            index = int(hits[0])
+        values[1::3] = -np.inf
+        values[3 * index + 1] = 0.0
+
+    return apply
