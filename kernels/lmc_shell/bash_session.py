@@ -1,0 +1,365 @@
+"""One persistent bash, driven block by block, with line and status reports on their own pipes.
+
+Theory of operation
+-------------------
+bash runs interactively (``-i``, no line editing, no job control, empty prompts) with its
+commands coming from a pipe. Interactive matters for one thing: on SIGINT bash abandons the
+running block and goes back to its prompt with every variable, function and ``cd`` intact,
+which is exactly what an interrupt should do. ``init.bash`` sets the shell up.
+
+Each block is written to its own file and run with ``builtin . FILE 0</dev/null 1>&241
+2>&242``, so ``$LINENO`` is the block's line, ``$?``/heredocs/``case``/functions/pipes are
+plain bash, and stdin is at EOF instead of waiting for a person. A DEBUG trap reports
+``L<line>`` on a control pipe before each line of that file runs (main shell only);
+``PROMPT_COMMAND`` reports ``D<status>`` when the block is over. User output travels on its
+own two pipes, untouched.
+
+Ordering: while a block is young the trap waits for a one-byte acknowledgement after each
+report, and the kernel drains stdout and stderr before it acknowledges, so output and active
+lines come out in the order they happened. Once reports arrive faster than
+``LOCKSTEP_MAX_RATE`` (a tight loop), the acknowledgement tells bash to stop waiting and the
+block runs at the trap's bare cost; the kernel then reports the latest line it sees.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ActiveLine", "BashSession", "Finished", "Output", "ShellStartError"]
+
+INIT_FILE = Path(__file__).with_name("init.bash")
+#: Lockstep ends once this many reports arrive within ``LOCKSTEP_WINDOW`` seconds.
+LOCKSTEP_MAX_RATE = 50
+LOCKSTEP_WINDOW = 0.1
+#: Seconds bash gets to show its first prompt.
+START_TIMEOUT = 10.0
+#: Seconds between liveness checks where the platform has no pidfd (macOS).
+POLL_INTERVAL = 0.2
+#: Seconds between active-line reports once the block runs free (the Python kernel's rate).
+FREE_RUN_INTERVAL = 0.02
+READ_SIZE = 65536
+#: Bytes of output one event carries at most, so messages stay small.
+MAX_OUTPUT_EVENT = 256 * 1024
+
+
+@contextlib.contextmanager
+def _children_get_default_sigint() -> Iterator[None]:
+    """Let a child started now see SIGINT at its default, not ignored as in the kernel.
+
+    ipykernel ignores SIGINT between requests and an ignored signal stays ignored across
+    exec, so bash and every command it runs would shrug off interrupts. A Python handler,
+    unlike SIG_IGN, is reset to the default by exec.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class ShellStartError(Exception):
+    """bash is missing or did not reach its first prompt."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """Text the block wrote; ``name`` is ``"stdout"`` or ``"stderr"``."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ActiveLine:
+    """Line ``line`` (1-based) of the block is about to run."""
+
+    line: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The block is over. ``exited`` means the shell itself ended (``exit``, a kill)."""
+
+    status: int
+    interrupted: bool
+    exited: bool
+
+
+Event = Output | ActiveLine | Finished
+
+
+class _Stream:
+    """One output pipe with its own UTF-8 decoder (bad bytes become U+FFFD)."""
+
+    def __init__(self, name: str, fd: int) -> None:
+        self.name = name
+        self.fd = fd
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def read_available(self) -> str:
+        """Everything in the pipe right now, decoded (never blocks)."""
+        parts: list[str] = []
+        size = 0
+        while size < MAX_OUTPUT_EVENT:
+            try:
+                data = os.read(self.fd, READ_SIZE)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            size += len(data)
+            parts.append(self._decoder.decode(data))
+            if len(data) < READ_SIZE:
+                break
+        return "".join(parts)
+
+    def flush(self) -> str:
+        return self._decoder.decode(b"", final=True)
+
+
+class BashSession:
+    """A bash process plus the pipes to drive it. Not thread-safe except :meth:`interrupt`."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self._env = dict(os.environ if env is None else env)
+        self._dir = Path(tempfile.mkdtemp(prefix="lmc-shell-"))
+        self._count = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pidfd: int | None = None
+        self._fds: list[int] = []
+        self._running = False
+        self._started = False
+        self._interrupt_pending = False
+        # A signal arriving on another thread does not wake select() here; Python writes
+        # to this pipe for every signal once it is passed to signal.set_wakeup_fd().
+        self._wake_read, self.wakeup_fd = os.pipe()
+        for fd in (self._wake_read, self.wakeup_fd):
+            os.set_blocking(fd, False)
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start bash and wait for its first prompt."""
+        bash = shutil.which("bash", path=self._env.get("PATH")) or shutil.which("bash")
+        if bash is None:
+            raise ShellStartError("bash was not found on PATH")
+        command_read, self._command = os.pipe()
+        self._control, control_write = os.pipe()
+        ack_read, self._ack = os.pipe()
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        env = {**self._env, "LMC_CTL_FD": str(control_write), "LMC_ACK_FD": str(ack_read)}
+        with _children_get_default_sigint():
+            self._process = subprocess.Popen(  # noqa: S603 - argv is ours, no shell
+                [bash, "--noprofile", "--rcfile", str(INIT_FILE), "--noediting", "-i"],
+                stdin=command_read,
+                stdout=out_write,
+                stderr=err_write,
+                pass_fds=(control_write, ack_read),
+                env=env,
+                start_new_session=True,  # its own process group: SIGINT goes where we send it
+            )
+        for fd in (command_read, control_write, out_write, err_write):
+            os.close(fd)
+        self._ack_read = ack_read  # kept to drain acknowledgements bash never read
+        self._out = _Stream("stdout", out_read)
+        self._err = _Stream("stderr", err_read)
+        self._fds = [self._command, self._control, self._ack, ack_read, out_read, err_read]
+        for fd in (self._control, out_read, err_read):  # not ack_read: bash shares it
+            os.set_blocking(fd, False)
+        try:
+            self._pidfd = os.pidfd_open(self._process.pid)
+            self._fds.append(self._pidfd)
+        except (AttributeError, OSError):
+            self._pidfd = None
+        deadline = time.monotonic() + START_TIMEOUT
+        while b"D" not in self._read_control_raw():
+            if self._process.poll() is not None:
+                raise ShellStartError(f"bash exited at start with status {self._process.returncode}")
+            if time.monotonic() > deadline:
+                self.close()
+                raise ShellStartError("bash did not show its first prompt")
+            select.select([self._control], [], [], 0.05)
+        self._out.read_available()  # start-up chatter (job control warnings) is not output
+        self._err.read_available()
+
+    def close(self) -> None:
+        """Stop bash and everything it started in its process group; remove block files.
+
+        The session can be started again (:meth:`restart`); the wake-up pipe stays.
+        """
+        process = self._process
+        self._process = None
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds = []
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def restart(self) -> None:
+        self.close()
+        self._dir = Path(tempfile.mkdtemp(prefix="lmc-shell-"))
+        self.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    # -- running ------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Stop the running block (safe from a signal handler); the shell stays."""
+        if not self._running:
+            return
+        self._interrupt_pending = True
+        if self._started:
+            self._signal_group()
+
+    def run(self, code: str) -> Iterator[Event]:
+        """Run one block, yielding its output and active lines, then :class:`Finished`."""
+        if not self.alive:
+            self.restart()
+        self._count += 1
+        path = self._dir / f"{self._count}.sh"
+        path.write_text(code if code.endswith("\n") else code + "\n", encoding="utf-8")
+        last_line = max(1, code.count("\n") + (0 if code.endswith("\n") else 1))
+        self._read_control_raw()  # stale reports from an interrupted block
+        self._drain_acks()
+        self._started = False
+        self._interrupt_pending = False
+        self._running = True
+        quoted = shlex.quote(str(path))
+        line = (
+            f"builtin echo S >&243; __lmc_file={quoted} __lmc_line= __lmc_sync=s; "
+            f"builtin . {quoted} 0</dev/null 1>&241 2>&242\n"
+        )
+        try:
+            os.write(self._command, line.encode())
+            yield from self._follow(last_line)
+        finally:
+            self._running = False
+            path.unlink(missing_ok=True)
+
+    def _follow(self, last_line: int) -> Iterator[Event]:
+        recent: deque[float] = deque(maxlen=LOCKSTEP_MAX_RATE)
+        lockstep = True
+        shown: int | None = None
+        pending = b""
+        watched = [self._control, self._out.fd, self._err.fd, self._wake_read]
+        if self._pidfd is not None:
+            watched.append(self._pidfd)
+        timeout = None if self._pidfd is not None else POLL_INTERVAL
+        quiet_until = 0.0  # free-running: the control pipe is read again from this time on
+        while True:
+            now = time.monotonic()
+            if quiet_until and now >= quiet_until:
+                quiet_until = 0.0
+            listened, wait = watched, timeout
+            if quiet_until:
+                listened = [fd for fd in watched if fd != self._control]
+                wait = quiet_until - now if timeout is None else min(quiet_until - now, timeout)
+            ready, _, _ = select.select(listened, [], [], wait)
+            if self._wake_read in ready:  # the signal handler has run (or runs now)
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_read, READ_SIZE)
+            if self._control in ready:
+                data = self._read_control_raw()
+                if not data:  # the block closed fd 243: only the shell's death ends it now
+                    watched.remove(self._control)
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                reports = [report.decode() for report in lines]
+                if not self._started and "S" in reports:
+                    reports = reports[reports.index("S") + 1 :]
+                    self._started = True
+                    if self._interrupt_pending:
+                        self._signal_group()
+                if not self._started:
+                    reports = []
+                done = next((r for r in reports if r.startswith("D")), None)
+                if done is not None:
+                    reports = reports[: reports.index(done)]
+                numbers = [int(r[1:]) for r in reports if r[:1] == "L" and r[1:].isdigit()]
+                if not lockstep:  # free-running: the latest line, at a bounded rate
+                    numbers = numbers[-1:]
+                    quiet_until = time.monotonic() + FREE_RUN_INTERVAL
+                for number in numbers:
+                    yield from self._drain_output()
+                    if number != shown:
+                        shown = number
+                        yield ActiveLine(min(number, last_line))
+                    if lockstep:
+                        now = time.monotonic()
+                        recent.append(now)
+                        lockstep = len(recent) < LOCKSTEP_MAX_RATE or (
+                            now - recent[0] >= LOCKSTEP_WINDOW
+                        )
+                        os.write(self._ack, b"s" if lockstep else b"\n")
+                if done is not None:
+                    yield from self._drain_output(final=True)
+                    status = int(done[1:]) if done[1:].isdigit() else 1
+                    yield Finished(status, self._interrupt_pending and status != 0, exited=False)
+                    return
+            if self._out.fd in ready or self._err.fd in ready:
+                yield from self._drain_output()
+            if self._pidfd in ready or (self._pidfd is None and not self.alive):
+                yield from self._drain_output(final=True)
+                assert self._process is not None
+                status = self._process.wait()
+                self.close()
+                yield Finished(status, self._interrupt_pending, exited=True)
+                return
+
+    def _drain_output(self, *, final: bool = False) -> Iterator[Output]:
+        for stream in (self._out, self._err):
+            text = stream.read_available()
+            if final:
+                text += stream.flush()
+            if text:
+                yield Output(stream.name, text)
+
+    def _read_control_raw(self) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            try:
+                data = os.read(self._control, READ_SIZE)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            parts.append(data)
+        return b"".join(parts)
+
+    def _drain_acks(self) -> None:
+        while select.select([self._ack_read], [], [], 0)[0]:
+            os.read(self._ack_read, READ_SIZE)
+
+    def _signal_group(self) -> None:
+        if self._process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGINT)

@@ -1,0 +1,32 @@
+# Start-up file of lmc's shell kernel (bash --rcfile). Read bash_session.py first.
+#
+# Channels, all private to the kernel and never mixed into the user's output:
+#   fd 241, 242  the user's stdout and stderr pipes (each block runs with 1>&241 2>&242)
+#   fd 243       control, bash -> kernel, one line each:
+#                  S           the block's command line was read and starts now
+#                  L<n>        line <n> of the block is about to run
+#                  D<status>   back at the prompt; <status> is the block's $?
+#   fd 244       acknowledgements, kernel -> bash, one byte per L while in lockstep:
+#                  "s" stay in lockstep, "\n" report without waiting from now on
+# The shell's own fds 1 and 2 go to /dev/null: job-control warnings and the newline bash
+# prints after an interrupt are not the user's output.
+
+exec 241>&1 242>&2 243>&"$LMC_CTL_FD" 244<&"$LMC_ACK_FD"
+exec {LMC_CTL_FD}>&- {LMC_ACK_FD}<&- 1>/dev/null 2>/dev/null
+unset LMC_CTL_FD LMC_ACK_FD
+
+set +o history +H
+shopt -u expand_aliases
+PS1='' PS2='' PS0='' PS4='+ '
+unset MAILCHECK HISTFILE
+
+__lmc_file=- __lmc_line= __lmc_sync= __lmc_last=
+
+# Functions, command substitutions and subshells inherit the DEBUG trap (and `.` needs it to
+# run the trap at all); reports come only from the main shell and the running block's file.
+# bash keeps $? across a trap but not $_, so the trap saves it and ends on a command whose
+# last argument is the saved value.
+set -T
+trap '__lmc_last=$_; [[ $BASH_SUBSHELL == 0 && ${BASH_SOURCE[0]-} == "$__lmc_file" && $LINENO != "$__lmc_line" ]] && { __lmc_line=$LINENO; builtin echo "L$LINENO" >&243; [[ -z $__lmc_sync ]] || builtin read -r -n 1 -u 244 __lmc_sync || __lmc_sync=; }; : "$__lmc_last"' DEBUG
+
+declare -r PROMPT_COMMAND='builtin echo "D$?" >&243'

@@ -1,0 +1,203 @@
+"""lmc's Python kernel: ipykernel plus an active-line tracker that never rewrites the code.
+
+Open Interpreter learns the active line by injecting ``print("##active_line N##")`` before
+every statement, which slows tight loops many times over, shifts traceback line numbers and
+drops docstrings. This kernel runs the cell untouched and watches it from the side instead:
+
+* For the first few thousand trace events of a cell, ``sys.settrace`` reports each line the
+  first time it runs, exactly and in order, so short cells (``print(1)`` then ``print(2)``)
+  show every line. Lines that take long (a ``sleep``) cost no events.
+* All along, a sampling thread reads the executing thread's frame every 20 ms with
+  ``sys._current_frames()`` and reports the innermost frame belonging to the cell when it
+  changed: that covers a loop going back to earlier lines, and everything after the trace
+  budget is spent and tracing is switched off (no per-line cost any more).
+
+Line changes go out on IOPub as ``lmc_active_line`` messages (content ``{"line": n}``, parent
+the execute request), scheduled on the IOPub thread right after a flush of stdout and stderr,
+so a consumer sees output and active lines in the order they happened.
+
+Launched as ``python lmc_python_kernel.py -f CONNECTION_FILE`` (see kernel.json).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from ipykernel.iostream import OutStream
+
+#: Trace events a cell may spend on exact line reporting before sampling takes over.
+TRACE_BUDGET = 2000
+#: Characters a stream may buffer before it is sent, so messages stay small (a consumer's
+#: memory) and a print loop waits for IOPub instead of piling up hundreds of MB.
+MAX_PENDING_OUTPUT = 256 * 1024
+#: Seconds between two samples of the running frame once tracing is off.
+SAMPLE_INTERVAL = 0.02
+
+TraceFunction = Callable[[FrameType, str, Any], Any]
+
+
+class ChunkedOutStream(OutStream):
+    """ipykernel's stdout/stderr, also flushed every ``MAX_PENDING_OUTPUT`` characters."""
+
+    _pending = 0
+
+    def write(self, string: str) -> int:
+        super().write(string)
+        self._pending += len(string)
+        if self._pending >= MAX_PENDING_OUTPUT:
+            self._pending = 0
+            self.flush()  # type: ignore[no-untyped-call]
+        return len(string)
+
+
+class ActiveLineTracker:
+    """Reports the line of the running cell on IOPub while the cell runs."""
+
+    def __init__(self, kernel: Any, shell: Any) -> None:
+        self._kernel = kernel
+        self._shell = shell
+        self._topic = kernel._topic("lmc_active_line")
+        self._lock = threading.Lock()
+        self._running = threading.Event()
+        self._cell_file: str | None = None
+        self._parent: dict[str, Any] = {}
+        self._thread_id = 0
+        self._last: int | None = None
+        self._seen: set[int] = set()
+        self._budget = 0
+        self._tracer: TraceFunction = self._trace_call
+        self._line_tracer: TraceFunction = self._trace_line
+
+    def install(self) -> None:
+        self._shell.events.register("pre_run_cell", self._pre_run_cell)
+        self._shell.events.register("post_run_cell", self._post_run_cell)
+        threading.Thread(target=self._sample_forever, name="lmc-active-line", daemon=True).start()
+
+    # -- cell lifecycle (main thread) -------------------------------------------------------
+
+    def _pre_run_cell(self, info: Any) -> None:
+        raw = info.raw_cell
+        with self._lock:
+            self._cell_file = self._shell.compile.get_code_name(
+                raw, raw, self._shell.execution_count
+            )
+            self._parent = self._kernel.get_parent("shell")
+            self._thread_id = threading.get_ident()
+            self._last = None
+            self._seen = set()
+            self._budget = TRACE_BUDGET
+        if sys.gettrace() is None:  # never displace a debugger the user installed
+            sys.settrace(self._tracer)
+        self._running.set()
+
+    def _post_run_cell(self, result: Any) -> None:
+        self._stop_tracing()
+        self._running.clear()
+        with self._lock:
+            self._cell_file = None
+
+    # -- exact phase: sys.settrace ----------------------------------------------------------
+
+    def _trace_call(self, frame: FrameType, event: str, arg: Any) -> TraceFunction | None:
+        if frame.f_code.co_filename == self._cell_file:
+            return self._line_tracer
+        self._spend()
+        return None
+
+    def _trace_line(self, frame: FrameType, event: str, arg: Any) -> TraceFunction | None:
+        if event == "line":
+            line = frame.f_lineno
+            if line not in self._seen:  # a loop's revisits are the sampler's: no message storm
+                self._seen.add(line)
+                with self._lock:  # never between a sample and its report
+                    self._report(line)
+            self._spend()
+        return self._line_tracer
+
+    def _spend(self) -> None:
+        self._budget -= 1
+        if self._budget <= 0:
+            self._stop_tracing()
+
+    def _stop_tracing(self) -> None:
+        if sys.gettrace() is self._tracer:
+            sys.settrace(None)
+
+    # -- sampling phase: a thread reading the running frame ---------------------------------
+
+    def _sample_forever(self) -> None:
+        while True:
+            self._running.wait()
+            while self._running.is_set():
+                self._sample()
+                time.sleep(SAMPLE_INTERVAL)
+
+    def _sample(self) -> None:
+        with self._lock:
+            cell_file = self._cell_file
+            if cell_file is None:
+                return
+            frame: FrameType | None = sys._current_frames().get(self._thread_id)
+            while frame is not None and frame.f_code.co_filename != cell_file:
+                frame = frame.f_back
+            if frame is not None and frame.f_lineno != self._last:
+                self._report(frame.f_lineno)
+
+    # -- reporting --------------------------------------------------------------------------
+
+    def _report(self, line: int) -> None:
+        """Send the line after whatever the cell printed before reaching it.
+
+        ``OutStream._flush`` takes the buffered text under the stream's lock and queues it on
+        the IOPub thread; queueing the active line right after keeps the two in order.
+        """
+        self._last = line
+        for stream in (sys.stdout, sys.stderr):
+            flush = getattr(stream, "_flush", None)
+            if flush is not None:
+                flush()
+        self._kernel.session.send(
+            self._kernel.iopub_thread,
+            "lmc_active_line",
+            {"line": line},
+            self._parent,
+            ident=self._topic,
+        )
+
+
+def _plain_python_path() -> None:
+    """Drop this script's directory from sys.path so it cannot shadow the user's modules."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
+        del sys.path[0]
+
+
+def main() -> None:
+    _plain_python_path()
+    # ipykernel skips capturing fd 1/2 (os.write, C libraries, subprocesses) when it thinks
+    # it runs inside pytest; the code this kernel runs is never pytest's.
+    os.environ.pop("PYTEST_CURRENT_TEST", None)
+    from ipykernel.kernelapp import IPKernelApp
+
+    app = IPKernelApp.instance()
+    app.initialize(  # type: ignore[no-untyped-call]
+        [
+            *sys.argv[1:],
+            "--IPKernelApp.quiet=True",
+            "--IPKernelApp.outstream_class=__main__.ChunkedOutStream",
+            "--InteractiveShell.colors=nocolor",
+            "--InteractiveShell.xmode=Plain",
+        ]
+    )
+    ActiveLineTracker(app.kernel, app.shell).install()
+    app.start()  # type: ignore[no-untyped-call]
+
+
+if __name__ == "__main__":
+    main()

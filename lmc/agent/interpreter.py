@@ -1,0 +1,383 @@
+"""``lmc.Interpreter``: the Python API of the agent, in the shape of Open Interpreter's.
+
+It owns the pieces and their lifetimes (the model backend, the computer, the conversation
+store), all created lazily, and hands each turn to :class:`lmc.agent.loop.Loop`. Pass a
+``backend`` or a ``computer`` to share one; they are then not closed here.
+
+Ctrl-C: a ``KeyboardInterrupt`` raised while the model writes stops the generation and keeps
+the partial message; while code runs, it interrupts the kernel. Either way the history is
+made consistent (and stored), then the ``KeyboardInterrupt`` goes on to the caller, so a
+terminal returns to its prompt and the Interpreter is ready for the next message. A streaming
+consumer that catches the ``KeyboardInterrupt`` itself should ``close()`` the stream (or drop
+it) so that the same clean-up runs before its next ``chat``.
+:meth:`Interpreter.cancel` does the same from another thread, without an exception.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Generator
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from lmc.agent.display import PlainRenderer, Renderer
+from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
+from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
+from lmc.agent.storage import ConversationStore
+from lmc.agent.tools import developer_message, system_message
+from lmc.backends.base import Backend, BackendConfig, SamplingSettings
+from lmc.errors import ConfigError, HarmonyError, LmcError
+from lmc.messages import Chunk, Message, validate_message
+
+if TYPE_CHECKING:
+    from lmc.computer import Computer
+
+__all__ = ["Interpreter"]
+
+Confirm = Callable[[dict[str, Any]], "bool | str"]
+
+
+class Interpreter:
+    """A conversation with a gpt-oss model that runs code on this computer.
+
+    ``chat(message)`` runs one turn. With ``stream=True`` it returns a generator of LMC chunks
+    (the seed's streaming response); otherwise it returns the new messages. Before each code
+    block runs, a confirmation chunk is yielded; with ``auto_run`` off, a streaming consumer
+    that stops there (``break``) runs nothing, and asking for the next chunk runs the code.
+    ``confirm`` is asked first when given: True runs, False declines (the model is told), a
+    string runs that edited code instead.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_base: str | None = None,
+        replay: str | Path | None = None,
+        auto_run: bool = False,
+        reasoning: str = "medium",
+        context_size: int = 8192,
+        max_tokens: int | None = None,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        gpu_layers: int | None = None,
+        max_steps: int = 20,
+        conversation_id: str | None = None,
+        db_path: str | Path | None = None,
+        instructions: str | None = None,
+        renderer: Renderer | None = None,
+        computer: Computer | ComputerLike | None = None,
+        backend: Backend | None = None,
+        output_limit: int = 6_000,
+    ) -> None:
+        if max_steps < 1:
+            raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ConfigError(f"max_tokens must be at least 1, got {max_tokens}")
+        if output_limit < 100:
+            raise ConfigError(f"output_limit must be at least 100 characters, got {output_limit}")
+        try:
+            system_message(reasoning)
+        except HarmonyError as exc:
+            raise ConfigError(f"reasoning: {exc}") from exc
+        self.auto_run = auto_run
+        self.reasoning = reasoning
+        self.instructions = instructions
+        self.renderer = renderer
+        self.config = BackendConfig(
+            model=model,
+            api_base=api_base,
+            replay=str(replay) if replay is not None else None,
+            context_size=context_size,
+            gpu_layers=gpu_layers,
+            seed=seed,
+        )
+        self._backend = backend
+        self._owns_backend = backend is None
+        self._computer = computer
+        self._owns_computer = computer is None
+        self._db_path = db_path
+        self._store: ConversationStore | None = None
+        self._conversation_id: str | None = None
+        self._cancel = threading.Event()
+        self._busy = threading.Lock()
+        # The last turn's stream, weakly: a consumer that drops it closes it at once.
+        self._active: weakref.ref[Generator[Chunk, None, None]] | None = None
+        self._prefix_cache: tuple[tuple[object, ...], str] | None = None
+        self._loop = Loop(
+            backend=self._get_backend,
+            computer=lambda: self.computer,
+            transcript=Transcript(),
+            prefix=self._prefix,
+            settings=LoopSettings(
+                sampling=SamplingSettings(
+                    temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
+                ),
+                max_steps=max_steps,
+                output_limit=output_limit,
+            ),
+            cancel=self._cancel,
+            record=self._record,
+            replace=self._replace,
+        )
+        if conversation_id is not None:
+            self._resume(conversation_id)
+
+    # -- the pieces, created when first needed ------------------------------------------------
+
+    def load(self) -> None:
+        """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner."""
+        self._get_backend()
+
+    def _get_backend(self) -> Backend:
+        if self._backend is None:
+            from lmc.backends import open_backend
+
+            self._backend = open_backend(self.config)
+        return self._backend
+
+    @property
+    def backend(self) -> Backend:
+        return self._get_backend()
+
+    @property
+    def computer(self) -> Computer | ComputerLike:
+        """The :class:`lmc.Computer` that runs the model's code."""
+        if self._computer is None:
+            from lmc.computer import Computer
+
+            self._computer = Computer()
+        return self._computer
+
+    @property
+    def store(self) -> ConversationStore:
+        """The conversation database."""
+        if self._store is None:
+            self._store = ConversationStore(self._db_path)
+        return self._store
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The stored conversation's id (None until the first message)."""
+        return self._conversation_id
+
+    @property
+    def max_steps(self) -> int:
+        return self._loop.settings.max_steps
+
+    @max_steps.setter
+    def max_steps(self, value: int) -> None:
+        if value < 1:
+            raise ConfigError(f"max_steps must be at least 1, got {value}")
+        self._loop.settings.max_steps = value
+
+    # -- the conversation ---------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        """The merged LMC messages of the conversation, oldest first."""
+        return self._loop.transcript.messages
+
+    @messages.setter
+    def messages(self, messages: list[Message]) -> None:
+        """Replace the conversation (as Open Interpreter allows); it is stored as a new one."""
+        checked = [validate_message(m) for m in messages]
+        self.reset()
+        for message in checked:
+            self._loop.transcript.entries.append(Entry(message, None))
+            self._record(self._loop.transcript.entries[-1])
+
+    def reset(self) -> None:
+        """Start a new conversation (the old one stays stored); kernels are restarted."""
+        self._loop.forget()
+        self._conversation_id = None
+        if self._owns_computer and self._computer is not None:
+            close = getattr(self._computer, "close", None)
+            if close is not None:
+                close()
+            self._computer = None
+
+    def undo(self) -> list[Message]:
+        """Drop the last user message and everything after it; returns what was dropped."""
+        transcript = self._loop.transcript
+        index = transcript.last_user_index()
+        if index is None:
+            return []
+        dropped = [entry.message for entry in transcript.entries[index:]]
+        del transcript.entries[index:]
+        self._loop.dropped_turns = min(
+            self._loop.dropped_turns, max(transcript.turn_count() - 1, 0)
+        )
+        if self._conversation_id is not None:
+            self.store.truncate(self._conversation_id, index)
+        return dropped
+
+    def token_usage(self) -> tuple[int, int]:
+        """(tokens the next prompt takes, the model's context size)."""
+        backend = self._get_backend()
+        return backend.count_tokens(self._loop.prompt()), backend.context_size
+
+    def _resume(self, conversation_id: str) -> None:
+        self._conversation_id = self.store.resolve(conversation_id)
+        stored = self.store.load_stored(self._conversation_id)
+        self._loop.transcript.entries[:] = [Entry(s.message, s.harmony) for s in stored]
+        note = result_for_dangling_call(self._loop.transcript.entries)
+        if note is not None:
+            self._loop.transcript.entries.append(note)
+            self._record(note)
+
+    def _record(self, entry: Entry) -> None:
+        if self._conversation_id is None:
+            title = entry.message["content"] if entry.message["role"] == "user" else ""
+            self._conversation_id = self.store.create(title if isinstance(title, str) else "")
+        self.store.append(self._conversation_id, entry.message, entry.harmony)
+
+    def _replace(self, index: int, entry: Entry) -> None:
+        if self._conversation_id is not None:
+            self.store.replace(self._conversation_id, index, entry.message, entry.harmony)
+
+    def _prefix(self) -> str:
+        """The system and developer messages (rendered once a day, as the date is in them)."""
+        from lmc.harmony.render import render_conversation
+
+        cwd = getattr(self._computer, "cwd", None)
+        cwd = str(cwd) if cwd is not None else None
+        key = (date.today(), self.reasoning, self.instructions, cwd)
+        if self._prefix_cache is None or self._prefix_cache[0] != key:
+            messages = [system_message(self.reasoning), developer_message(self.instructions, cwd)]
+            self._prefix_cache = (key, render_conversation(messages, next_role=None))
+        return self._prefix_cache[1]
+
+    # -- chatting -----------------------------------------------------------------------------
+
+    @overload
+    def chat(
+        self,
+        message: str | Message,
+        stream: Literal[True],
+        display: bool = ...,
+        confirm: Confirm | None = ...,
+    ) -> Generator[Chunk, None, None]: ...
+
+    @overload
+    def chat(
+        self,
+        message: str | Message,
+        stream: Literal[False] = ...,
+        display: bool = ...,
+        confirm: Confirm | None = ...,
+    ) -> list[Message]: ...
+
+    def chat(
+        self,
+        message: str | Message,
+        stream: bool = False,
+        display: bool = True,
+        confirm: Confirm | None = None,
+    ) -> Generator[Chunk, None, None] | list[Message]:
+        """One turn: stream LMC chunks (``stream=True``) or return the new messages."""
+        if isinstance(message, str):
+            user: Message = {"role": "user", "type": "message", "content": message}
+        else:
+            user = validate_message(message)
+            if user["role"] != "user":
+                raise ConfigError("chat() takes the person's message (role 'user')")
+        renderer: Renderer | None = None
+        if display:
+            renderer = self.renderer if self.renderer is not None else PlainRenderer()
+        self._finish_abandoned_turn()
+        chunks = self._turn(user, self._decider(confirm, stream, renderer), renderer)
+        self._active = weakref.ref(chunks)
+        if stream:
+            return chunks
+        start = len(self.messages) + 1  # after the person's message
+        try:
+            for _chunk in chunks:
+                pass
+        finally:
+            chunks.close()  # a Ctrl-C between two chunks still leaves the history consistent
+        return self.messages[start:]
+
+    def _finish_abandoned_turn(self) -> None:
+        """Close a stream its consumer left suspended (say after catching Ctrl-C), so that
+        its clean-up runs before the next turn starts."""
+        ref, self._active = self._active, None
+        active = ref() if ref is not None else None
+        if active is not None:
+            try:
+                active.close()
+            except ValueError as exc:  # it is running, in another thread
+                self._active = ref
+                raise LmcError("this Interpreter is already in a chat; one turn at a time") from exc
+
+    def _decider(self, confirm: Confirm | None, stream: bool, renderer: Renderer | None) -> Decide:
+        def decide(block: dict[str, Any]) -> bool | str:
+            if self.auto_run:
+                return True
+            if confirm is not None:
+                return confirm(block)
+            if stream:
+                return True  # the consumer asked for the next chunk: that is the consent
+            ask = getattr(renderer, "confirm", None)
+            if ask is not None:
+                answer: bool | str = ask(block)
+                return answer
+            return False  # nobody to ask: nothing runs
+
+        return decide
+
+    def _turn(
+        self, user: Message, decide: Decide, renderer: Renderer | None
+    ) -> Generator[Chunk, None, None]:
+        if not self._busy.acquire(blocking=False):
+            raise LmcError("this Interpreter is already in a chat; one turn at a time")
+        try:
+            self._prestart()
+            harmony = user_harmony(user["content"]) if user["type"] == "message" else None
+            turn = self._loop.turn(user, harmony or "", decide)
+            try:
+                for chunk in turn:
+                    if renderer is not None:
+                        renderer.feed(chunk)
+                    yield chunk
+            finally:
+                turn.close()
+                if renderer is not None:
+                    renderer.close()
+        finally:
+            self._busy.release()
+
+    def _prestart(self) -> None:
+        """Start the python kernel in the background while the model loads and writes."""
+        prestart = getattr(self.computer, "prestart", None)
+        if prestart is not None:
+            prestart(["python"])
+
+    def cancel(self) -> None:
+        """Stop the model (or the running code) from another thread; the turn ends quietly."""
+        self._cancel.set()
+        if self._loop.running and self._computer is not None:
+            self._computer.interrupt()
+
+    def close(self) -> None:
+        """Free the model, the kernels and the database (what this Interpreter created)."""
+        if self._owns_computer and self._computer is not None:
+            close = getattr(self._computer, "close", None)
+            if close is not None:
+                close()
+            self._computer = None
+        if self._owns_backend and self._backend is not None:
+            self._backend.close()
+            self._backend = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Interpreter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

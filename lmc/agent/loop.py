@@ -1,0 +1,495 @@
+"""The agent loop: sample, show, confirm, run, feed back, sample again.
+
+One turn starts with the person's message and ends with a final answer, a stop (step limit,
+token limit, full context, cancellation) or a failure reported as a note. Everything it does
+comes out as LMC chunks in the order of the seed's streaming response, and every completed
+message is recorded (and so stored) before the next step starts.
+
+Stopping early is always safe. The turn is a generator, so a consumer that stops asking for
+chunks (``break``, ``close()``) or a ``KeyboardInterrupt`` raised while it samples or runs
+lands in one of the ``except BaseException`` blocks here: the partial message is kept, a
+running kernel is interrupted, a pending call is recorded as not run, and the exception goes
+on to the caller. The transcript is consistent again before it does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from lmc.agent.history import Entry, Transcript, tool_result_harmony, tool_result_text
+from lmc.agent.tools import DECLINED, ToolCallError, ToolTarget, code_from_call, resolve_call
+from lmc.backends.base import Backend, SamplingSettings, StopReason
+from lmc.errors import ContextOverflowError, LmcError
+from lmc.harmony import tokens
+from lmc.harmony.events import (
+    ContentDelta,
+    Event,
+    Header,
+    MessageEnded,
+    MessageStarted,
+    ParseProblem,
+    Terminator,
+)
+from lmc.harmony.parser import StreamParser
+from lmc.harmony.to_lmc import LmcMapper, chunk_kind
+from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
+
+if TYPE_CHECKING:
+    from lmc.computer.output import BoundedOutput
+
+__all__ = ["ComputerLike", "Decide", "Loop", "LoopSettings"]
+
+#: Called with the code block ``{"type": "code", "format": LANG, "content": CODE}`` before it
+#: runs: True runs it, False declines, a string runs that (edited) code instead.
+Decide = Callable[[dict[str, Any]], "bool | str"]
+
+
+class ComputerLike(Protocol):
+    """What the loop needs of :class:`lmc.Computer`."""
+
+    def run(self, language: str, code: str) -> Iterable[Chunk]: ...
+
+    def interrupt(self) -> None: ...
+
+
+@dataclass(slots=True)
+class LoopSettings:
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    max_steps: int = 20
+    #: Characters of a run's output the model reads (head and tail).
+    output_limit: int = 6_000
+    #: Characters of a run's output kept in the history (the person saw all of it live).
+    history_output_limit: int = 100_000
+    #: Tokens kept free for the answer when the prompt is trimmed (max_tokens when set).
+    answer_reserve: int = 1024
+
+
+def _console(text: str) -> list[Chunk]:
+    return [
+        {"role": "computer", "type": "console", "start": True},
+        {"role": "computer", "type": "console", "format": "output", "content": text},
+        {"role": "computer", "type": "console", "end": True},
+    ]
+
+
+def _note(text: str) -> list[Chunk]:
+    return [
+        {"role": "computer", "type": "message", "start": True},
+        {"role": "computer", "type": "message", "content": text},
+        {"role": "computer", "type": "message", "end": True},
+    ]
+
+
+def _note_message(text: str) -> Message:
+    return {"role": "computer", "type": "message", "content": text}
+
+
+def _output_message(text: str) -> Message:
+    return {"role": "computer", "type": "console", "format": "output", "content": text}
+
+
+@dataclass(slots=True)
+class _Call:
+    """A message that ended in ``<|call|>``."""
+
+    header: Header
+    text: str  # the content as the model wrote it (raw code or JSON arguments)
+    entry: int | None  # index of its code entry; None when it showed nothing (unknown tool)
+    pending: str = ""  # Harmony text of the call not yet recorded (when it showed nothing)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    call: _Call | None = None
+    returned: bool = False
+    stop_reason: StopReason | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+class _RunOutput:
+    """A run's computer chunks as history messages and as the text the model reads.
+
+    Memory stays bounded however much is printed: output text goes through
+    :class:`~lmc.computer.output.BoundedOutput` for the history and for the model.
+    """
+
+    def __init__(self, model_limit: int, history_limit: int) -> None:
+        from lmc.computer.output import BoundedOutput
+
+        self._history_limit = history_limit
+        self.for_model = BoundedOutput(model_limit)
+        self.messages: list[Message] = []
+        self._output: BoundedOutput | None = None
+        self._notes: list[str] = []
+
+    def add(self, chunk: Chunk) -> None:
+        if "content" not in chunk or chunk.get("format") == "active_line":
+            return
+        kind = chunk["type"]
+        if kind == "console" and chunk.get("format") == "output":
+            if self._output is None:
+                self._output = self._new_output()
+            self._output.add(chunk["content"])
+            self.for_model.add(chunk["content"])
+            return
+        self._close_output()
+        message = {k: v for k, v in chunk.items() if k not in ("start", "end")}
+        self.messages.append(message)
+        self.for_model.add(tool_result_text([message]))
+
+    def note(self, text: str) -> None:
+        """Output the loop adds itself (an interruption)."""
+        if self._output is None:
+            self._output = self._new_output()
+        self._output.add(text)
+        self.for_model.add(text)
+
+    def _new_output(self) -> BoundedOutput:
+        from lmc.computer.output import BoundedOutput
+
+        return BoundedOutput(self._history_limit)
+
+    def _close_output(self) -> None:
+        if self._output is not None:
+            self.messages.append(_output_message(self._output.text()))
+            self._output = None
+
+    def finish(self) -> list[Message]:
+        self._close_output()
+        return self.messages or [_output_message("")]
+
+
+class Loop:
+    """Runs turns over a transcript; ``record``/``replace`` are called as messages complete."""
+
+    def __init__(
+        self,
+        *,
+        backend: Callable[[], Backend],
+        computer: Callable[[], ComputerLike],
+        transcript: Transcript,
+        prefix: Callable[[], str],
+        settings: LoopSettings,
+        cancel: threading.Event,
+        record: Callable[[Entry], None],
+        replace: Callable[[int, Entry], None],
+    ) -> None:
+        self._backend = backend
+        self._computer = computer
+        self.transcript = transcript
+        self._prefix = prefix
+        self.settings = settings
+        self._cancel = cancel
+        self._record_hook = record
+        self._replace_hook = replace
+        #: Oldest turns left out of the prompt to fit the context (kept stable so that the
+        #: prompt keeps extending the one before it).
+        self.dropped_turns = 0
+        self._trim_told = False
+        self.running = False  # a kernel is running code for this loop
+
+    def forget(self) -> None:
+        """A new conversation: no turns dropped, and the context note may be given again."""
+        self.transcript.entries.clear()
+        self.dropped_turns = 0
+        self._trim_told = False
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def _record(self, message: Message, harmony: str) -> int:
+        entry = Entry(message, harmony)
+        self.transcript.entries.append(entry)
+        self._record_hook(entry)
+        return len(self.transcript.entries) - 1
+
+    def _notice(self, text: str, harmony: str = "") -> Iterator[Chunk]:
+        """Tell the person something in lmc's own words (with ``harmony``, the model too).
+
+        A computer ``message``, not console output, so a renderer can tell lmc's notes from
+        what code printed.
+        """
+        text = text.rstrip("\n")
+        self._record(_note_message(text), harmony)
+        yield from _note(text)
+
+    def _declined(self, target: ToolTarget) -> Iterator[Chunk]:
+        """The call's result when the person declined: shown as its console output."""
+        self._record(_output_message(DECLINED + "\n"), self._result(target, DECLINED))
+        yield from _console(DECLINED + "\n")
+
+    # -- the turn ----------------------------------------------------------------------------
+
+    def turn(
+        self, message: Message, harmony: str, decide: Decide | None
+    ) -> Generator[Chunk, None, None]:
+        """One turn for the person's ``message``; yields LMC chunks."""
+        self._cancel.clear()
+        self._record(message, harmony)
+        calls = 0
+        while True:
+            prompt = yield from self._prompt()
+            if prompt is None:
+                return
+            outcome = yield from self._sample(prompt)
+            if outcome.call is None:
+                yield from self._stopped(outcome)
+                return
+            calls += 1
+            yield from self._call(outcome.call, decide)
+            if self._cancel.is_set():
+                return
+            if calls >= self.settings.max_steps:
+                yield from self._notice(
+                    f"Stopped after {calls} tool calls, the limit for one message "
+                    "(max_steps). Say 'continue' to let the model go on."
+                )
+                return
+
+    def _stopped(self, outcome: _Outcome) -> Iterator[Chunk]:
+        if outcome.returned:
+            return
+        reason = outcome.stop_reason
+        if reason is StopReason.CANCELLED or self._cancel.is_set():
+            return
+        if reason is StopReason.MAX_TOKENS:
+            limit = self.settings.sampling.max_tokens
+            yield from self._notice(
+                f"Stopped: the model reached the token limit (max_tokens={limit}) "
+                "before it finished."
+            )
+        elif reason is StopReason.CONTEXT_FULL:
+            yield from self._notice("Stopped: the model's context is full.")
+        else:
+            detail = f" ({'; '.join(outcome.problems)})" if outcome.problems else ""
+            yield from self._notice(
+                f"Stopped: the model's output ended without a final answer or a tool call{detail}."
+            )
+
+    # -- the prompt --------------------------------------------------------------------------
+
+    def prompt(self) -> str:
+        """The prompt as it stands (for counting tokens)."""
+        return self.transcript.render(self._prefix(), self.dropped_turns, self._bound)
+
+    def _bound(self, text: str) -> str:
+        from lmc.computer.output import bound_output
+
+        return bound_output(text, self.settings.output_limit)
+
+    def _prompt(self) -> Generator[Chunk, None, str | None]:
+        """Render the prompt, leaving out the oldest turns if it does not fit; None if even
+        the current turn alone does not fit (a note says so)."""
+        backend = self._backend()
+        size = backend.context_size
+        reserve = self.settings.sampling.max_tokens or self.settings.answer_reserve
+        reserve = min(reserve, size // 4)
+        turns = self.transcript.turn_count()
+        before = self.dropped_turns
+        while True:
+            prompt = self.prompt()
+            used = backend.count_tokens(prompt)
+            if used + reserve <= size or self.dropped_turns >= turns - 1:
+                break
+            self.dropped_turns += 1
+        if self.dropped_turns > before and not self._trim_told:
+            self._trim_told = True
+            yield from self._notice(
+                f"The conversation is longer than the model's context ({size} tokens): "
+                "the oldest messages are left out of what the model sees from now on."
+            )
+        if used >= size:
+            yield from self._notice(
+                f"Stopped: this exchange no longer fits in the model's context ({used} tokens "
+                f"of {size}). Start a new conversation, or use a larger context."
+            )
+            return None
+        return prompt
+
+    # -- sampling ----------------------------------------------------------------------------
+
+    def _sample(self, prompt: str) -> Generator[Chunk, None, _Outcome]:
+        """One generation: stream its chunks, record each message as it ends."""
+        sampler = _Sampler(self)
+        backend = self._backend()
+        try:
+            generation = backend.generate(prompt, self.settings.sampling, self._cancel)
+        except ContextOverflowError:
+            yield from self._notice(
+                "Stopped: this exchange no longer fits in the model's context "
+                f"({backend.context_size} tokens)."
+            )
+            return _Outcome(returned=True)
+        pieces = iter(generation)
+        try:
+            for piece in pieces:
+                chunks = sampler.feed(piece.text, piece.special)
+                yield from chunks
+            yield from sampler.finish()
+        except BaseException:
+            # Ctrl-C, the consumer closing the stream, or a backend failure: keep what the
+            # model wrote so far and leave the backend ready for the next call.
+            self._cancel.set()
+            close = getattr(pieces, "close", None)
+            if close is not None:
+                close()
+            sampler.abandon()
+            raise
+        outcome = sampler.outcome
+        outcome.stop_reason = generation.stop_reason
+        return outcome
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def _call(self, call: _Call, decide: Decide | None) -> Iterator[Chunk]:
+        target = resolve_call(call.header.recipient or "", call.header.channel)
+        try:
+            code = code_from_call(target, call.text)
+        except ToolCallError as exc:
+            yield from self._notice(str(exc), call.pending + self._result(target, str(exc)))
+            return
+        assert target.language is not None
+        language = target.language
+        block: dict[str, Any] = {"type": "code", "format": language, "content": code}
+        try:
+            yield confirmation_chunk(language, code)
+            answer: bool | str = True if decide is None else decide(block)
+        except BaseException:
+            # The consumer stopped at the confirmation (or Ctrl-C while asking): nothing runs.
+            self._record(_output_message(DECLINED + "\n"), self._result(target, DECLINED))
+            raise
+        if answer is not True and not (isinstance(answer, str) and answer):
+            yield from self._declined(target)
+            return
+        told = ""
+        if isinstance(answer, str) and answer != code:
+            code = answer
+            told = f"The user edited the code before running it. It ran as:\n{code}\n\nOutput:\n"
+            if call.entry is not None:
+                entry = self.transcript.entries[call.entry]
+                entry.message["content"] = code
+                self._replace_hook(call.entry, entry)
+        yield from self._run(target, language, code, told)
+
+    def _result(self, target: ToolTarget, text: str) -> str:
+        return tool_result_harmony(target.author, target.channel, text)
+
+    def _run(self, target: ToolTarget, language: str, code: str, told: str) -> Iterator[Chunk]:
+        output = _RunOutput(self.settings.output_limit, self.settings.history_output_limit)
+        chunks = iter(self._computer().run(language, code))
+        self.running = True
+        in_console = False
+        try:
+            for chunk in chunks:
+                output.add(chunk)
+                if chunk["type"] == "console" and (chunk.get("start") or chunk.get("end")):
+                    in_console = bool(chunk.get("start"))
+                yield chunk
+        except LmcError as exc:
+            # The computer failed (a kernel that cannot start): the model and person are told.
+            output.note(f"\n{exc}\n")
+            failed = _console(f"{exc}\n")
+            yield from failed[1:] if in_console else failed
+        except BaseException:
+            # Ctrl-C or the consumer closing the stream while code runs: stop the code.
+            self._computer().interrupt()
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+            output.note("\n[interrupted]\n")
+            self._record_run(target, output, told)
+            raise
+        finally:
+            self.running = False
+        self._record_run(target, output, told)
+
+    def _record_run(self, target: ToolTarget, output: _RunOutput, told: str) -> None:
+        text = output.for_model.text() or "(no output)"
+        messages = output.finish()
+        for message in messages[:-1]:
+            self._record(message, "")
+        self._record(messages[-1], self._result(target, told + text))
+
+
+class _Sampler:
+    """One generation's parser, mapper and bookkeeping of raw text per message."""
+
+    def __init__(self, loop: Loop) -> None:
+        self._loop = loop
+        self._parser = StreamParser("assistant")
+        self._mapper = LmcMapper()
+        # The prompt already opened the first message with <|start|>assistant.
+        self._raw: list[str] = [tokens.START + "assistant"]
+        self._pending = ""  # Harmony text of messages that showed nothing, for the next entry
+        self._assembler = MessageAssembler()
+        self._content: list[str] = []
+        self.outcome = _Outcome()
+
+    def feed(self, text: str, special: bool) -> list[Chunk]:
+        self._raw.append(text)
+        return self._handle(self._parser.feed(text, special))
+
+    def finish(self) -> list[Chunk]:
+        chunks = self._handle(self._parser.finish())
+        self._pending = ""  # text that never became a message is not shown to the model
+        return chunks
+
+    def abandon(self) -> None:
+        """Stopped mid-generation: record the partial message, yield nothing."""
+        try:
+            self._handle(self._parser.finish())
+        finally:
+            self._pending = ""
+
+    def _handle(self, events: list[Event]) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        for event in events:
+            mapped = self._mapper.feed(event)
+            for chunk in mapped:
+                self._assembler.add(chunk)
+            chunks.extend(mapped)
+            if isinstance(event, MessageStarted):
+                self._content = []
+            elif isinstance(event, ContentDelta):
+                self._content.append(event.text)
+            elif isinstance(event, MessageEnded):
+                self._ended(event.header, event.terminator)
+            elif isinstance(event, ParseProblem):
+                self.outcome.problems.append(event.message)
+        return chunks
+
+    def _ended(self, header: Header, terminator: Terminator) -> None:
+        raw = "".join(self._raw)
+        self._raw = []
+        is_call = header.recipient is not None and header.recipient != "all"
+        if terminator is Terminator.RETURN and raw.endswith(tokens.RETURN):
+            raw = raw[: -len(tokens.RETURN)] + tokens.END  # stored as <|end|>, as Harmony asks
+        elif terminator is Terminator.END_OF_STREAM:
+            # Cut off: the model sees what it wrote, closed; a cut-off call is not shown.
+            raw = "" if is_call else raw + tokens.END
+        messages = self._assembler.messages
+        self._assembler = MessageAssembler()
+        kind = chunk_kind(header)
+        if not messages and kind is not None:
+            empty: Message = {"role": "assistant", "type": kind[0], "content": ""}
+            if kind[1] is not None:
+                empty["format"] = kind[1]
+            messages = [empty]
+        harmony = self._pending + raw
+        first = None
+        for message in messages:
+            index = self._loop._record(message, harmony)
+            harmony = ""
+            first = index if first is None else first
+        self._pending = harmony
+        if terminator is Terminator.CALL and is_call:
+            self.outcome.call = _Call(header, "".join(self._content), first, self._pending)
+            self._pending = ""
+        elif terminator is Terminator.CALL:
+            self.outcome.problems.append("a message ended in <|call|> without naming a tool")
+        elif terminator is Terminator.RETURN or (
+            terminator is Terminator.END and header.channel == "final"
+        ):
+            self.outcome.returned = True  # a final answer, even if junk follows it

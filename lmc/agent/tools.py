@@ -1,0 +1,217 @@
+"""The model's tools and the two messages that open every prompt.
+
+The system message names the built-in ``python`` tool gpt-oss was trained on (a stateful
+Jupyter kernel, raw code in the message), described as it really is here: the code runs on the
+person's computer, they see it and its output, and they may decline. Other languages are
+function tools whose one argument is the code (``{"code": "..."}``). The developer message
+tells the model where it runs.
+
+:func:`resolve_call` maps what a model writes as a recipient (including the aliases real
+models produce) to a language, and :func:`code_from_call` takes the code out of the call.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Final
+
+from lmc.harmony.conversation import (
+    DeveloperContent,
+    ReasoningEffort,
+    SystemContent,
+    ToolDescription,
+    ToolNamespaceConfig,
+    python_tool_namespace,
+)
+from lmc.harmony.to_lmc import tool_language
+from lmc.harmony.types import Message as HarmonyMessage
+
+__all__ = [
+    "DECLINED",
+    "FUNCTION_LANGUAGES",
+    "ToolCallError",
+    "ToolTarget",
+    "code_from_call",
+    "developer_message",
+    "function_languages",
+    "resolve_call",
+    "system_message",
+    "tool_names",
+]
+
+#: What the model is told when the person declines to run its code.
+DECLINED: Final = "The user declined to run this code."
+
+#: Languages reached through function tools (python is the built-in tool).
+FUNCTION_LANGUAGES: Final = ("shell", "javascript", "r", "applescript", "html")
+
+PYTHON_DESCRIPTION: Final = (
+    "Use this tool to execute Python code on the user's computer. The user sees the code and "
+    "its output, and may decline to run it. Use it to compute, inspect files, make plots and "
+    "do the work the user asks for.\n\n"
+    "When you send a message containing Python code to python, it will be executed in a "
+    "stateful Jupyter kernel on the user's machine, in the working directory given by the "
+    "developer. python will respond with the output of the execution; very long output is "
+    "shortened to its beginning and end. There is no time limit, but the user may interrupt "
+    "a long run. Files are read and written on the user's own disk. Internet access depends "
+    "on the user's machine."
+)
+
+_FUNCTION_DESCRIPTIONS: Final = {
+    "shell": (
+        "Run a bash script on the user's computer, in a persistent shell: the working "
+        "directory and exported variables carry over between calls. Returns its output."
+    ),
+    "javascript": (
+        "Run JavaScript in a persistent Node.js session (top-level await works; let/const "
+        "persist between calls). Returns its output."
+    ),
+    "r": "Run R code in a persistent R session. Returns its output.",
+    "applescript": "Run AppleScript with osascript on the user's Mac. Returns its output.",
+    "html": (
+        "Show an HTML document to the user: it is saved to a file and opened in their "
+        "browser. Returns where it was saved."
+    ),
+}
+
+_CODE_PARAMETERS: Final = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": "The code to run."}},
+    "required": ["code"],
+}
+
+
+def function_languages() -> tuple[str, ...]:
+    """The function-tool languages offered on this system (AppleScript only on macOS)."""
+    return tuple(
+        lang for lang in FUNCTION_LANGUAGES if lang != "applescript" or sys.platform == "darwin"
+    )
+
+
+def tool_names() -> list[str]:
+    """The recipients the model may call, as it should write them."""
+    return ["python", *(f"functions.{lang}" for lang in function_languages())]
+
+
+def system_message(reasoning: str | ReasoningEffort, today: date | None = None) -> HarmonyMessage:
+    """Today's date, the reasoning effort and the built-in python tool."""
+    content = SystemContent(
+        reasoning_effort=ReasoningEffort.parse(reasoning),
+        conversation_start_date=(today or date.today()).isoformat(),
+        tools={"python": python_tool_namespace(PYTHON_DESCRIPTION)},
+    )
+    return HarmonyMessage("system", [content])
+
+
+def _where() -> str:
+    system = platform.system() or sys.platform
+    release = platform.release()
+    machine = platform.machine()
+    return " ".join(part for part in (system, release, machine) if part)
+
+
+def developer_message(instructions: str | None = None, cwd: str | None = None) -> HarmonyMessage:
+    """Where the model runs and how to use the tools, plus the person's own instructions."""
+    languages = function_languages()
+    lines = [
+        "You run code on the user's own computer to get things done for them.",
+        f"- Operating system: {_where()}. Working directory: {cwd or Path.cwd()}.",
+        "- Python runs through the python tool (a stateful Jupyter kernel). Other languages "
+        "run through the functions below, with the code in the `code` argument: "
+        + ", ".join(languages)
+        + ".",
+        "- The user sees every piece of code you write and its output, and may decline to run "
+        "it. When they decline, do not run it again: say what you wanted to do or ask them.",
+        "- Work in small steps: run code, read its output, then continue. Finish with an "
+        "answer on the final channel.",
+    ]
+    text = "\n".join(lines)
+    if instructions:
+        text += "\n\n" + instructions.strip()
+    tools = [
+        ToolDescription(lang, _FUNCTION_DESCRIPTIONS[lang], dict(_CODE_PARAMETERS))
+        for lang in languages
+    ]
+    content = DeveloperContent(
+        instructions=text,
+        tools={"functions": ToolNamespaceConfig("functions", None, tools)},
+    )
+    return HarmonyMessage("developer", [content])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTarget:
+    """Where a call goes and how its result comes back.
+
+    ``language`` is None for a tool that does not exist (the model is told so).
+    ``author`` and ``channel`` make the header of the result: ``python`` answers on the
+    channel of the call, functions on ``commentary``.
+    """
+
+    language: str | None
+    author: str
+    channel: str
+    json_arguments: bool
+
+
+class ToolCallError(Exception):
+    """A call the loop cannot run; ``str()`` is what the model and the person are told."""
+
+
+def normalize_recipient(recipient: str) -> str:
+    """The tool name in a recipient, without a trailing content type (``python code``)."""
+    words = recipient.split()
+    return words[0] if words else ""
+
+
+def resolve_call(recipient: str, channel: str | None) -> ToolTarget:
+    """The target of a call to ``recipient`` written on ``channel``.
+
+    The language comes from :func:`lmc.harmony.to_lmc.tool_language`, the same function that
+    decides which code chunks the person sees, so what is shown is what runs.
+    """
+    name = normalize_recipient(recipient)
+    language = tool_language(name)
+    if not name.startswith("functions."):
+        # python (the built-in tool) answers on the channel of the call.
+        return ToolTarget(language, name, channel or "analysis", json_arguments=False)
+    return ToolTarget(language, name, "commentary", json_arguments=True)
+
+
+def code_from_call(target: ToolTarget, text: str) -> str:
+    """The code a call carries; raises :class:`ToolCallError` when it carries none.
+
+    Function tools take ``{"code": "..."}``. Python takes raw code, and a JSON object with a
+    ``code`` string too (what models send to the alias ``functions.python``).
+    """
+    if target.language is None:
+        raise ToolCallError(
+            f"There is no tool named {target.author!r}. The tools are: {', '.join(tool_names())}."
+        )
+    stripped = text.strip()
+    if target.language == "python":
+        if stripped.startswith("{"):
+            try:
+                data = json.loads(stripped)
+            except ValueError:
+                return text
+            if isinstance(data, dict) and isinstance(data.get("code"), str):
+                return str(data["code"])
+        return text
+    try:
+        data = json.loads(stripped)
+    except ValueError as exc:
+        raise ToolCallError(
+            f"The arguments to {target.author} are not valid JSON ({exc}). "
+            'Send a JSON object like {"code": "..."}.'
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("code"), str):
+        raise ToolCallError(
+            f'The arguments to {target.author} need a "code" string, like {{"code": "..."}}.'
+        )
+    return str(data["code"])

@@ -1,0 +1,108 @@
+"""``lmc doctor``: what works on this machine, checked quickly (no kernels, no downloads)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+from lmc.cli.options import SharedOptions
+from lmc.cli.session import report, settings_for
+from lmc.config import config_path, data_dir
+from lmc.errors import LmcError
+
+__all__ = ["check_languages", "doctor"]
+
+OK, MISSING = "ok", "missing"
+
+
+def check_languages() -> list[tuple[str, bool, str]]:
+    """(language, works, detail) for each language lmc runs, from executables on PATH."""
+    from lmc.computer.languages import LANGUAGES
+
+    results: list[tuple[str, bool, str]] = []
+    for language in LANGUAGES:
+        if language.name == "python":
+            found = importlib.util.find_spec("ipykernel") is not None
+            detail = f"ipykernel on {sys.executable}" if found else "pip install ipykernel"
+        elif language.runner == "html":
+            found, detail = True, "saved to a file and opened in your browser"
+        elif language.runner == "applescript":
+            exe = shutil.which("osascript")
+            found = exe is not None
+            detail = exe or "needs macOS (osascript)"
+        else:
+            exe = shutil.which(language.requires) if language.requires else None
+            found = exe is not None
+            detail = exe or (language.install_hint or f"install {language.requires}")
+        results.append((language.name, found, str(detail)))
+    return results
+
+
+def _model_line(model: str | None) -> tuple[bool, str]:
+    from lmc.backends.resolve import DEFAULT_MODEL, HF_PREFIX, parse_hf_spec
+
+    spec = model or DEFAULT_MODEL
+    if not spec.startswith(HF_PREFIX):
+        path = Path(spec).expanduser()
+        return path.is_file(), f"{path}" + ("" if path.is_file() else " (file not found)")
+    try:
+        repo, filename = parse_hf_spec(spec)
+    except LmcError as exc:
+        return False, str(exc)
+    if filename is None:
+        return True, f"{spec} (downloaded on first use if not cached)"
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo, filename)
+    if isinstance(cached, str):
+        return True, f"{spec} (cached at {cached})"
+    return True, f"{spec} (not downloaded yet: fetched on first use)"
+
+
+def _backend_lines() -> list[tuple[str, bool, str]]:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return [("llama.cpp", False, "llama-cpp-python is not installed")]
+    import llama_cpp
+
+    version = getattr(llama_cpp, "__version__", "?")
+    gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    return [
+        ("llama.cpp", True, f"llama-cpp-python {version}"),
+        ("GPU offload", gpu, "supported by this build" if gpu else "not in this build: CPU only"),
+    ]
+
+
+def doctor(options: SharedOptions) -> int:
+    try:
+        settings = settings_for(options)
+    except LmcError as exc:
+        return report(exc, verbose=False)
+    out = sys.stdout
+    failures = 0
+
+    def line(name: str, good: bool, detail: str) -> None:
+        out.write(f"  {'✓' if good else '✗'} {name:<12} {detail}\n")
+
+    out.write("languages\n")
+    for name, works, detail in check_languages():
+        line(name, works, detail)
+        failures += name == "python" and not works
+    out.write("model\n")
+    if settings.api_base:
+        line("backend", True, f"OpenAI-compatible server at {settings.api_base}")
+        line("model", True, settings.model or "the server's default model")
+    else:
+        backend = _backend_lines()
+        for name, good, detail in backend:
+            line(name, good, detail)
+        failures += not backend[0][1]
+        good, detail = _model_line(settings.model)
+        line("model", good, detail)
+        failures += not good
+    out.write("files\n")
+    path = config_path()
+    line("config", True, f"{path}" + ("" if path.exists() else " (none yet)"))
+    line("data", True, str(data_dir()))
+    return 1 if failures else 0

@@ -1,0 +1,82 @@
+"""``lmc run``: one prompt, one answer, an exit status that says whether there was one."""
+
+from __future__ import annotations
+
+import sys
+
+from lmc.cli.chat import load_with_spinner, stdin_asker
+from lmc.cli.options import SharedOptions
+from lmc.cli.session import (
+    EXIT_INTERRUPTED,
+    EXIT_NO_ANSWER,
+    EXIT_USAGE,
+    make_interpreter,
+    make_output,
+    report,
+    resolve_resume,
+    run_turn,
+    settings_for,
+)
+from lmc.errors import LmcError
+from lmc.terminal.confirm import Confirmer
+
+__all__ = ["run_once"]
+
+
+def _stderr(text: str) -> None:
+    sys.stderr.write(f"lmc: {text}\n")
+    sys.stderr.flush()
+
+
+def _read_prompt(prompt: str | None) -> str | None:
+    if prompt is not None and prompt != "-":
+        return prompt
+    if prompt is None and sys.stdin.isatty():
+        return None
+    return sys.stdin.read()
+
+
+def run_once(prompt: str | None, options: SharedOptions) -> int:
+    """Ask once; 0 on a final answer, 3 without one, 1 on an error, 2 on bad usage."""
+    text = _read_prompt(prompt)
+    if text is None:
+        _stderr('error: no prompt: give one (lmc run "...") or pipe it on standard input')
+        return EXIT_USAGE
+    if not text.strip():
+        _stderr("error: the prompt is empty")
+        return EXIT_USAGE
+    verbose = options.verbose
+    try:
+        settings = settings_for(options)
+        verbose = settings.verbose
+        output = make_output(options, settings)
+        conversation_id = resolve_resume(options.resume, settings.db_path)
+        interpreter = make_interpreter(settings, conversation_id)
+    except LmcError as exc:
+        return report(exc, verbose=verbose)
+    try:
+        ask = stdin_asker(output) if prompt not in (None, "-") else None
+        confirmer = Confirmer(
+            auto_run=settings.auto_run,
+            ask=ask,
+            say=output.say if ask is not None else _stderr,
+            screen=None if output.mode == "json" else output.renderer,
+        )
+        load_with_spinner(interpreter, output, settings)
+        turn = run_turn(interpreter, text.strip("\n"), output, confirmer)
+    except LmcError as exc:
+        output.renderer.close()
+        return report(exc, verbose=verbose)
+    except Exception as exc:
+        output.renderer.close()
+        report(exc, verbose=verbose)
+        return 1
+    finally:
+        interpreter.close()
+    if turn.final_answer:
+        return 0
+    if turn.interrupted:
+        _stderr("interrupted")
+        return EXIT_INTERRUPTED
+    _stderr(f"no final answer: {turn.reason}")
+    return EXIT_NO_ANSWER

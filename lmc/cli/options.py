@@ -1,0 +1,199 @@
+"""The options ``lmc`` (chat) and ``lmc run`` share, declared once.
+
+Every option defaults to None so that "not given" is distinguishable and the config file and
+``LMC_*`` variables can supply the value (see :mod:`lmc.config`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+__all__ = ["Reasoning", "SharedOptions"]
+
+_SESSION = "Session"
+_MODEL = "Model"
+_OUTPUT = "Output"
+
+
+class Reasoning(StrEnum):
+    low = "low"
+    medium = "medium"
+    high = "high"
+
+
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="GGUF file, hf:REPO[:FILE], or a model name on --api-base.",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
+ApiBaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-base",
+        metavar="URL",
+        help="Use an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1).",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
+ReplayOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--replay",
+        metavar="FILE",
+        help="Replay recorded completions (JSON file) through the model: for tests and demos.",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
+YesOpt = Annotated[
+    bool,
+    typer.Option("--yes", "-y", help="Run code without asking.", rich_help_panel=_SESSION),
+]
+ReasoningOpt = Annotated[
+    Reasoning | None,
+    typer.Option(
+        "--reasoning",
+        metavar="LEVEL",
+        help="Reasoning effort [default: medium].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+        case_sensitive=False,
+    ),
+]
+ShowReasoningOpt = Annotated[
+    bool,
+    typer.Option(
+        "--show-reasoning", help="Show the model's chain of thought.", rich_help_panel=_OUTPUT
+    ),
+]
+ContextOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--context",
+        metavar="TOKENS",
+        help="Context window in tokens [default: 8192].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+        min=256,
+    ),
+]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        metavar="TOKENS",
+        help="Most tokens per model reply.",
+        rich_help_panel=_MODEL,
+        show_default=False,
+        min=1,
+    ),
+]
+TemperatureOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--temperature",
+        metavar="T",
+        help="Sampling temperature [default: 1.0].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--seed", metavar="N", help="Sampling seed.", rich_help_panel=_MODEL, show_default=False
+    ),
+]
+GpuLayersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--gpu-layers",
+        metavar="N",
+        help="Layers to offload to the GPU (-1: all) [default: all when there is a GPU].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Write the LMC chunks as JSON lines to stdout, and nothing else.",
+        rich_help_panel=_OUTPUT,
+    ),
+]
+ResumeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--resume",
+        metavar="ID",
+        help="Resume a stored conversation: ID (or a prefix); alone (last, or before another "
+        "option): the latest one.",
+        rich_help_panel=_SESSION,
+        show_default=False,
+    ),
+]
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--profile",
+        "-p",
+        metavar="NAME",
+        help="Use a named section of the config file.",
+        rich_help_panel=_SESSION,
+        show_default=False,
+    ),
+]
+VerboseOpt = Annotated[
+    bool,
+    typer.Option("--verbose", help="Show tracebacks and backend logs.", rich_help_panel=_OUTPUT),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SharedOptions:
+    """The shared options as given on the command line (None: not given)."""
+
+    model: str | None = None
+    api_base: str | None = None
+    replay: str | None = None
+    yes: bool = False
+    reasoning: str | None = None
+    show_reasoning: bool = False
+    context: int | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    gpu_layers: int | None = None
+    json: bool = False
+    resume: str | None = None
+    profile: str | None = None
+    verbose: bool = False
+
+    def flags(self) -> dict[str, object]:
+        """The settings these flags set, for :func:`lmc.config.load_settings`."""
+        return {
+            "model": self.model,
+            "api_base": self.api_base,
+            "replay": self.replay,
+            "auto_run": True if self.yes else None,
+            "reasoning": self.reasoning,
+            "show_reasoning": True if self.show_reasoning else None,
+            "context_size": self.context,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "gpu_layers": self.gpu_layers,
+            "verbose": True if self.verbose else None,
+        }

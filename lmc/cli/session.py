@@ -1,0 +1,255 @@
+"""What ``lmc`` and ``lmc run`` share: settings, the output mode, the Interpreter, one turn.
+
+Errors reach the person here and only here: :func:`report` prints one line (and a hint) on
+stderr, with the traceback only under ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from lmc.cli.options import SharedOptions
+from lmc.config import Settings, data_dir, load_settings
+from lmc.errors import LmcError
+from lmc.messages import Chunk
+from lmc.terminal.base import BlockRenderer
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_NO_ANSWER",
+    "EXIT_USAGE",
+    "Output",
+    "Turn",
+    "make_interpreter",
+    "make_output",
+    "report",
+    "resolve_resume",
+    "run_turn",
+    "settings_for",
+]
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NO_ANSWER = 3
+EXIT_INTERRUPTED = 130
+
+
+def report(exc: BaseException, *, verbose: bool, err: TextIO | None = None) -> int:
+    """Tell the person what went wrong in one line; return the exit status to use."""
+    err = sys.stderr if err is None else err
+    if verbose:
+        traceback.print_exception(exc, file=err)
+    if isinstance(exc, LmcError):
+        err.write(f"lmc: error: {exc}\n")
+        if exc.hint:
+            err.write(f"lmc: hint: {exc.hint}\n")
+    else:
+        err.write(f"lmc: unexpected error: {type(exc).__name__}: {exc}\n")
+        if not verbose:
+            err.write("lmc: hint: this is a bug in lmc; --verbose shows the traceback\n")
+    err.flush()
+    return EXIT_ERROR
+
+
+def settings_for(options: SharedOptions) -> Settings:
+    return load_settings(options.flags(), profile=options.profile)
+
+
+@dataclass
+class Output:
+    """Where chunks go: a renderer, plus what the CLI needs to talk to the person."""
+
+    renderer: Any  # RichRenderer | PlainRenderer | JsonRenderer
+    mode: str  # "rich" | "plain" | "json"
+    say: Callable[[str], None]  # a note for the person (stderr in json mode)
+    console: Any = None  # the rich Console in rich mode
+
+
+def _plain_wanted(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return not (isatty is not None and isatty())
+
+
+def open_in_browser(path: Any) -> bool:
+    """Open an HTML file in the person's browser (``BROWSER`` is honoured)."""
+    import webbrowser
+
+    try:
+        return webbrowser.open(path.resolve().as_uri())
+    except webbrowser.Error:
+        return False
+
+
+def make_output(options: SharedOptions, settings: Settings, stream: TextIO | None = None) -> Output:
+    """The JSON, plain or rich renderer, by --json, NO_COLOR and whether stdout is a terminal."""
+    stream = sys.stdout if stream is None else stream
+    from lmc.terminal.artifacts import ArtifactStore
+
+    artifacts = ArtifactStore(data_dir() / "outputs")
+    if options.json:
+        from lmc.terminal.json_lines import JsonRenderer
+
+        def say_err(text: str) -> None:
+            sys.stderr.write(f"lmc: {text}\n")
+            sys.stderr.flush()
+
+        return Output(JsonRenderer(stream), "json", say_err)
+    if _plain_wanted(stream):
+        from lmc.terminal.plain import PlainRenderer
+
+        plain = PlainRenderer(stream, show_reasoning=settings.show_reasoning, artifacts=artifacts)
+
+        def say_plain(text: str) -> None:
+            plain.close()
+            stream.write(f"lmc: {text}\n")
+            stream.flush()
+
+        return Output(plain, "plain", say_plain)
+    from rich.console import Console
+    from rich.text import Text
+
+    from lmc.terminal.images import detect_protocol
+    from lmc.terminal.rich_renderer import RichRenderer
+
+    console = Console(file=stream, highlight=False)
+    renderer = RichRenderer(
+        console,
+        show_reasoning=settings.show_reasoning,
+        artifacts=artifacts,
+        image_protocol=detect_protocol(),
+        open_html=open_in_browser,
+    )
+
+    def say_rich(text: str) -> None:
+        console.print(Text(text, style="dim"))
+
+    return Output(renderer, "rich", say_rich, console)
+
+
+def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
+    """The conversation id ``--resume`` names ("latest": the newest one)."""
+    if resume is None:
+        return None
+    from lmc.agent.storage import ConversationStore
+
+    with ConversationStore(db_path) as store:
+        if resume == "latest":
+            conversations = store.list_conversations()
+            if not conversations:
+                raise LmcError(
+                    "there is no stored conversation to resume", hint="start one with `lmc`"
+                )
+            return conversations[0].id
+        return store.resolve(resume)
+
+
+def make_interpreter(settings: Settings, conversation_id: str | None = None) -> Any:
+    """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded)."""
+    from lmc import Interpreter
+
+    return Interpreter(
+        model=settings.model,
+        api_base=settings.api_base,
+        replay=settings.replay,
+        # The terminal's Confirmer holds the run-without-asking policy (-y, "a", %auto_run),
+        # so the Interpreter always asks it.
+        auto_run=False,
+        reasoning=settings.reasoning,
+        context_size=settings.context_size,
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        seed=settings.seed,
+        gpu_layers=settings.gpu_layers,
+        max_steps=settings.max_steps,
+        conversation_id=conversation_id,
+        db_path=settings.db_path,
+        instructions=settings.instructions,
+    )
+
+
+@dataclass
+class Turn:
+    """How one message's turn ended."""
+
+    final_answer: bool = False
+    interrupted: bool = False
+    reason: str | None = None  # why there is no final answer
+    chunks: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class _Tracker(BlockRenderer):
+    """Follows the stream without drawing: did it end in a final answer, and what notes came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notes: list[str] = []
+        self._note: list[str] = []
+
+    def open_block(self, block: str, language: str) -> None:
+        self._note = []
+
+    def on_text(self, block: str, text: str) -> None:
+        if block in ("note", "notice"):
+            self._note.append(text)
+
+    def close_block(self, block: str) -> None:
+        if block in ("note", "notice"):
+            self.notes.append("".join(self._note).strip())
+
+
+def _chunks(
+    interpreter: Any, message: str, confirm: Callable[[Chunk], bool | str]
+) -> Iterator[Chunk]:
+    return iter(interpreter.chat(message, stream=True, display=False, confirm=confirm))
+
+
+def run_turn(
+    interpreter: Any,
+    message: str,
+    output: Output,
+    confirm: Callable[[Chunk], bool | str],
+) -> Turn:
+    """Send one message and render its chunks; Ctrl-C stops the turn and keeps the history."""
+    renderer = output.renderer
+    tracker = _Tracker()
+    turn = Turn()
+    waiting = getattr(renderer, "waiting", None)
+    if waiting is not None:
+        waiting()
+    stream = _chunks(interpreter, message, confirm)
+    try:
+        for chunk in stream:
+            turn.chunks += 1
+            tracker.feed(chunk)
+            renderer.feed(chunk)
+    except KeyboardInterrupt:
+        turn.interrupted = True
+        interrupted = getattr(renderer, "interrupted", None)
+        if interrupted is not None:
+            interrupted("interrupted: the conversation so far is kept")
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+        tracker.close()
+        if not turn.interrupted:
+            renderer.close()
+    turn.final_answer = tracker.final_answer and not turn.interrupted
+    turn.notes = tracker.notes
+    if turn.interrupted:
+        turn.reason = "interrupted"
+    elif not turn.final_answer:
+        turn.reason = (
+            tracker.notes[-1] if tracker.notes else "the model stopped without a final answer"
+        )
+    return turn

@@ -1,0 +1,285 @@
+"""``lmc.Computer``: runs the model's code and streams what happens as LMC chunks.
+
+One kernel per language, started on first use or ahead of time (:meth:`Computer.prestart`,
+in the background so start-up hides behind model generation). A run always yields the
+console start flag, then active lines and output in the order they happened, then the null
+active line and the end flag; every fault (unknown language, a kernel that cannot start,
+dies, hangs or runs too long) becomes output in that stream, never an exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import threading
+import weakref
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+from lmc.computer.applescript import AppleScriptRunner
+from lmc.computer.chunks import (
+    MessageTranslator,
+    active_line_chunk,
+    console_end,
+    console_start,
+    output_chunk,
+)
+from lmc.computer.html import run_html
+from lmc.computer.kernel import (
+    InterruptIgnored,
+    KernelDied,
+    KernelSession,
+    TimedOut,
+    default_runtime_dir,
+    describe_exit,
+)
+from lmc.computer.kernelspecs import kernel_spec
+from lmc.computer.languages import LANGUAGES, Language, resolve_language
+from lmc.errors import ComputerError
+from lmc.messages import Chunk
+
+__all__ = ["Computer"]
+
+_KNOWN: Final = ", ".join(language.name for language in LANGUAGES)
+
+
+class Computer:
+    """Runs code in Jupyter kernels (python, shell, javascript, r) and more.
+
+    ``timeout`` is the default per-run limit in seconds (None: no limit). ``open_html``
+    opens HTML in the browser; leave it off unless a person is at the terminal. ``cwd`` is
+    where kernels start (default: the current directory).
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = None,
+        open_html: bool = False,
+        cwd: str | Path | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.open_html = open_html
+        self.cwd = None if cwd is None else Path(cwd)
+        self._lock = threading.RLock()  # reentrant: interrupt() may run in a signal handler
+        self._sessions: dict[str, KernelSession] = {}
+        self._running: set[KernelSession] = set()
+        self._applescript = AppleScriptRunner()
+        self._runtime_dir: Path | None = None
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _shutdown_all, self._sessions, None)
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages :meth:`run` accepts (aliases such as ``bash`` or ``js`` also work)."""
+        return tuple(language.name for language in LANGUAGES)
+
+    # -- kernels ----------------------------------------------------------------------------
+
+    def start(self, language: str) -> None:
+        """Start ``language``'s kernel in the background; unknown or missing ones are ignored."""
+        resolved = resolve_language(language)
+        if resolved is None or resolved.kernel is None or _missing(resolved):
+            return
+        with contextlib.suppress(ComputerError):  # run() will say what is wrong
+            self._session(resolved)
+
+    def prestart(self, languages: Iterable[str]) -> None:
+        """Start several kernels in the background (e.g. while the model is generating)."""
+        for language in languages:
+            self.start(language)
+
+    def restart(self, language: str) -> None:
+        """Replace ``language``'s kernel with a fresh one (its state is lost)."""
+        resolved = resolve_language(language)
+        if resolved is None or resolved.kernel is None:
+            raise ComputerError(f"there is no kernel for {language!r} (known: {_KNOWN})")
+        self._replace(resolved)
+
+    def interrupt(self) -> None:
+        """Stop whatever code is running now; kernels and their state survive."""
+        with self._lock:
+            running = list(self._running)
+        for session in running:
+            session.interrupt()
+        self._applescript.interrupt()
+
+    def close(self) -> None:
+        """Shut every kernel down and remove their connection files."""
+        with self._lock:
+            self._closed = True
+            sessions = list(self._sessions.values())
+            self._sessions.clear()
+        _shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
+        self._finalizer.detach()
+
+    def __enter__(self) -> Computer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- running ----------------------------------------------------------------------------
+
+    def run(self, language: str, code: str, timeout: float | None = None) -> Iterator[Chunk]:
+        """Run ``code``; yield LMC computer chunks as it runs (see the module docstring)."""
+        yield console_start()
+        resolved = resolve_language(language)
+        if resolved is None:
+            yield output_chunk(f"lmc cannot run {language!r} code; it runs {_KNOWN}.\n")
+        elif not code.strip():
+            yield output_chunk(f"There was no {resolved.name} code to run.\n")
+        elif self._closed:
+            yield output_chunk("This computer has been closed; no code can run on it.\n")
+        elif resolved.runner == "html":
+            yield from run_html(code, open_browser=self.open_html)
+        elif resolved.runner == "applescript":
+            yield from self._applescript.run(code, timeout=timeout or self.timeout)
+        elif _missing(resolved):
+            yield output_chunk(
+                f"{resolved.name} code needs `{resolved.requires}`, which is not installed: "
+                f"{resolved.install_hint}.\n"
+            )
+        else:
+            yield from self._run_kernel(resolved, code, timeout or self.timeout)
+        yield active_line_chunk(None)
+        yield console_end()
+
+    def _run_kernel(self, language: Language, code: str, timeout: float | None) -> Iterator[Chunk]:
+        try:
+            session = self._session(language)
+        except ComputerError as exc:  # no kernel spec for it (a broken install)
+            yield output_chunk(f"lmc cannot run {language.name} code: {exc}.\n")
+            return
+        if session.ready and not session.alive:
+            yield output_chunk(
+                f"The {language.name} kernel had died since the last run "
+                f"({describe_exit(session.returncode)}); starting a fresh one, so earlier "
+                "variables and imports are gone.\n"
+            )
+            try:
+                session = self._replace(language, expected=session)
+            except ComputerError as exc:
+                yield output_chunk(f"{exc}\n")
+                return
+        try:
+            session.wait_ready()
+        except ComputerError as exc:
+            self._forget(language, session)
+            hint = f"\n{language.install_hint}." if language.install_hint else ""
+            yield output_chunk(f"{exc}{hint}\n")
+            return
+        translator = MessageTranslator()
+        with self._lock:
+            self._running.add(session)
+        try:
+            for event in session.execute(code, timeout=timeout):
+                if isinstance(event, dict):
+                    yield from translator.chunks(event)
+                else:
+                    yield from translator.flush()
+                    yield output_chunk(self._fault(language, session, event))
+            yield from translator.flush()
+        except ComputerError as exc:  # the kernel was shut down under the run (close, restart)
+            yield from translator.flush()
+            yield output_chunk(f"\nThe run was cut short: {exc}.\n")
+        finally:
+            with self._lock:
+                self._running.discard(session)
+
+    def _fault(
+        self,
+        language: Language,
+        session: KernelSession,
+        fault: TimedOut | KernelDied | InterruptIgnored,
+    ) -> str:
+        """Say what went wrong; replace the kernel when it is gone or wedged."""
+        if isinstance(fault, TimedOut):
+            return f"\nTimed out after {fault.seconds:g} s; interrupting the code.\n"
+        if self._closed:
+            return f"\nThe {language.name} kernel was shut down: the computer was closed.\n"
+        with contextlib.suppress(ComputerError):  # closed meanwhile: nothing to replace
+            self._replace(language, expected=session)
+        lost = "earlier variables and imports are gone"
+        if isinstance(fault, KernelDied):
+            return (
+                f"\nThe {language.name} kernel died: {fault.describe()}. A fresh one is "
+                f"starting for the next run; {lost}.\n"
+            )
+        return (
+            f"\nThe code did not stop within {fault.seconds:g} s of the interrupt, so the "
+            f"{language.name} kernel was restarted; {lost}.\n"
+        )
+
+    def _session(self, language: Language) -> KernelSession:
+        assert language.kernel is not None
+        with self._lock:
+            session = self._sessions.get(language.name)
+            if session is None:
+                session = self._new_session(language.kernel)
+                self._sessions[language.name] = session
+        session.start()
+        return session
+
+    def _replace(
+        self, language: Language, *, expected: KernelSession | None = None
+    ) -> KernelSession:
+        """A fresh kernel for ``language``; with ``expected``, only if that one is current."""
+        assert language.kernel is not None
+        with self._lock:
+            current = self._sessions.get(language.name)
+            if expected is not None and current is not None and current is not expected:
+                return current  # someone already replaced it (restart() meanwhile)
+            if self._closed:
+                raise ComputerError("this computer has been closed")
+            old = self._sessions.pop(language.name, None)
+            session = self._new_session(language.kernel)
+            self._sessions[language.name] = session
+        if old is not None:
+            threading.Thread(target=old.shutdown, name="lmc-shutdown", daemon=True).start()
+        session.start()
+        return session
+
+    def _forget(self, language: Language, session: KernelSession) -> None:
+        """Drop a kernel that failed to start, so the next run tries again."""
+        with self._lock:
+            if self._sessions.get(language.name) is session:
+                del self._sessions[language.name]
+        session.shutdown()
+
+    def _new_session(self, kernel: str) -> KernelSession:
+        if self._runtime_dir is None:
+            self._runtime_dir = default_runtime_dir()
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(
+                self, _shutdown_all, self._sessions, self._runtime_dir
+            )
+        return KernelSession(kernel_spec(kernel), runtime_dir=self._runtime_dir, cwd=self.cwd)
+
+
+def _missing(language: Language) -> bool:
+    return language.requires is not None and shutil.which(language.requires) is None
+
+
+def _shutdown_all(sessions: dict[str, KernelSession], runtime_dir: Path | None) -> None:
+    """Shut kernels down in parallel (each may wait a moment for a clean exit)."""
+    threads = []
+    for session in list(sessions.values()):
+        thread = threading.Thread(target=session.shutdown, daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutdown: no new threads, so one at a time
+            session.shutdown()
+            continue
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+    if runtime_dir is not None:
+        shutil.rmtree(runtime_dir, ignore_errors=True)

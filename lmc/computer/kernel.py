@@ -1,0 +1,473 @@
+"""One running Jupyter kernel, driven the way nbclient drives one.
+
+A :class:`KernelSession` owns a kernel process and its client sockets. It starts in a
+background thread (so start-up hides behind whatever the caller does meanwhile), and
+:meth:`KernelSession.execute` sends one execute request and yields what comes back for it:
+the IOPub messages whose parent is that request, plus fault events (:class:`KernelDied`,
+:class:`TimedOut`, :class:`InterruptIgnored`). It waits with one ``zmq`` poll over the IOPub
+socket, the shell socket and a pidfd of the kernel process, so output, the reply and the
+kernel's death all wake it at once; there is no sleep-polling.
+
+Kernels are launched with lmc's own argv (:mod:`lmc.computer.kernelspecs`), on loopback,
+with owner-only connection files in a private runtime directory, stdin from /dev/null and
+their own stdout/stderr in a log file (shown when a kernel fails to start).
+
+This is the one place that maps jupyter_client, zmq and process errors to
+:class:`~lmc.errors.ComputerError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from queue import Empty
+from typing import IO, Any, Final
+
+from lmc.computer.kernelspecs import KernelSpec
+from lmc.errors import ComputerError
+
+__all__ = ["InterruptIgnored", "KernelDied", "KernelEvent", "KernelSession", "TimedOut"]
+
+#: Seconds a kernel may take to start and answer kernel_info.
+START_TIMEOUT: Final = 60.0
+#: Seconds a kernel gets to stop after an interrupt before it is killed and restarted.
+INTERRUPT_GRACE: Final = 3.0
+#: Seconds a kernel gets to exit after a shutdown request before it is killed.
+SHUTDOWN_GRACE: Final = 1.0
+#: Without a pidfd (not Linux), how often the kernel process is checked while waiting.
+_LIVENESS_INTERVAL: Final = 0.25
+_LOG_TAIL: Final = 2000
+#: IOPub messages that may wait in lmc's process (kernels send at most ~256 KB each).
+RECEIVE_QUEUE: Final = 64
+
+#: Environment every kernel gets: no pager waiting for a keypress that never comes.
+KERNEL_ENV: Final = {"PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
+
+
+@dataclass(frozen=True)
+class KernelDied:
+    """The kernel process exited while a request was running."""
+
+    returncode: int | None
+
+    def describe(self) -> str:
+        """How it died, in words ("exit status 3", "killed by SIGSEGV (a crash)")."""
+        return describe_exit(self.returncode)
+
+
+@dataclass(frozen=True)
+class TimedOut:
+    """The run hit its time limit; the kernel has been interrupted."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class InterruptIgnored:
+    """The kernel did not stop within the grace time after an interrupt; it was killed."""
+
+    seconds: float
+
+
+KernelEvent = dict[str, Any] | KernelDied | TimedOut | InterruptIgnored
+
+
+def describe_exit(returncode: int | None) -> str:
+    """A kernel process's end in words."""
+    if returncode is None:
+        return "it stopped answering"
+    if returncode >= 0:
+        return f"it exited with status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    why = {
+        "SIGSEGV": " (a crash)",
+        "SIGBUS": " (a crash)",
+        "SIGABRT": " (an abort)",
+        "SIGKILL": " (from outside, often the out-of-memory killer)",
+    }.get(name, "")
+    return f"it was killed by {name}{why}"
+
+
+class KernelSession:
+    """A kernel process plus the sockets that drive it; one request at a time."""
+
+    def __init__(
+        self,
+        spec: KernelSpec,
+        *,
+        runtime_dir: Path,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        self.spec = spec
+        self._runtime_dir = runtime_dir
+        self._cwd = cwd
+        self._env = dict(env or {})
+        self._start_timeout = start_timeout
+        self._lock = threading.RLock()  # reentrant: interrupt() may run in a signal handler
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: ComputerError | None = None
+        self._closed = False
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pidfd: int | None = None
+        self._wake_read, self._wake_write = os.pipe()  # interrupt() wakes a waiting execute()
+        os.set_blocking(self._wake_read, False)
+        os.set_blocking(self._wake_write, False)
+        self._client: Any = None
+        self._context: Any = None
+        self._poller: Any = None
+        self._log: IO[bytes] | None = None
+        self._connection_file: Path | None = None
+        self._interrupted_at: float | None = None
+        self._one_request = threading.Lock()  # the sockets serve one execute at a time
+        self.started_at: float | None = None
+        self.ready_at: float | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the kernel in a background thread (no-op if already started)."""
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            self.started_at = time.monotonic()
+            self._thread = threading.Thread(
+                target=self._boot, name=f"lmc-start-{self.spec.name}", daemon=True
+            )
+            self._thread.start()
+
+    def wait_ready(self) -> None:
+        """Block until the kernel answers; raise :class:`ComputerError` if it cannot start."""
+        self.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            raise ComputerError(f"the {self.spec.name} kernel was shut down")
+
+    @property
+    def ready(self) -> bool:
+        """Started and answering (it may have died since)."""
+        return self._ready.is_set() and self._error is None and not self._closed
+
+    @property
+    def alive(self) -> bool:
+        """The kernel process is running."""
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    @property
+    def connection_file(self) -> Path | None:
+        return self._connection_file
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._process is None else self._process.poll()
+
+    def interrupt(self) -> None:
+        """Ask the running code to stop (SIGINT to the kernel's process group, or a message)."""
+        process = self._process
+        if not self.ready or process is None or process.poll() is not None:
+            return
+        self._interrupted_at = time.monotonic()
+        with contextlib.suppress(OSError):  # a full pipe already wakes the waiter
+            os.write(self._wake_write, b"!")
+        if self.spec.interrupt_mode == "message":
+            with self._lock:
+                client = self._client
+                if client is not None:
+                    message = client.session.msg("interrupt_request", {})
+                    client.control_channel.send(message)
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGINT)
+
+    def shutdown(self) -> None:
+        """Stop the kernel: a shutdown request, then SIGKILL to its group if it lingers."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            thread = self._thread
+        if thread is not None and thread.is_alive():  # still starting: stop it where it is
+            if self._process is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self._process.pid, signal.SIGKILL)
+            thread.join()
+        process = self._process
+        client = self._client
+        if process is not None and process.poll() is None and client is not None:
+            with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
+                client.control_channel.send(
+                    client.session.msg("shutdown_request", {"restart": False})
+                )
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(SHUTDOWN_GRACE)
+        if process is not None:
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            else:  # its children may outlive it in its process group
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+        # A run still reading the sockets ends within moments of the kernel's death; sockets
+        # are not thread-safe, so close them only once it has let go.
+        if self._one_request.acquire(timeout=SHUTDOWN_GRACE):
+            try:
+                self._release()
+            finally:
+                self._one_request.release()
+        elif self._connection_file is not None:
+            self._connection_file.unlink(missing_ok=True)
+
+    def _release(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.stop_channels()
+            self._client = None
+        if self._context is not None:
+            self._context.destroy(linger=0)
+            self._context = None
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        for fd in (self._wake_read, self._wake_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._connection_file is not None:
+            self._connection_file.unlink(missing_ok=True)
+
+    # -- start-up (background thread) -------------------------------------------------------
+
+    def _boot(self) -> None:
+        try:
+            self._launch()
+            self._handshake()
+            self.ready_at = time.monotonic()
+        except ComputerError as exc:
+            self._error = exc
+        except Exception as exc:  # a bug or a foreign error: report it where the caller waits
+            self._error = ComputerError(f"the {self.spec.name} kernel failed to start: {exc}")
+            self._error.__cause__ = exc
+        finally:
+            self._ready.set()
+
+    def _launch(self) -> None:
+        import zmq
+        from jupyter_client.blocking.client import BlockingKernelClient
+        from jupyter_client.connect import write_connection_file
+        from jupyter_client.launcher import launch_kernel
+
+        stem = f"kernel-{self.spec.name}-{uuid.uuid4().hex[:12]}"
+        connection_file = self._runtime_dir / f"{stem}.json"
+        write_connection_file(
+            str(connection_file),
+            ip="127.0.0.1",
+            transport="tcp",
+            key=secrets.token_hex(32).encode(),
+            kernel_name=self.spec.name,
+        )
+        self._connection_file = connection_file
+        self._log = (self._runtime_dir / f"{stem}.log").open("wb")
+        env = {**os.environ, **KERNEL_ENV, **self.spec.env, **self._env}
+        try:
+            self._process = launch_kernel(
+                self.spec.command(str(connection_file)),
+                stdin=subprocess.DEVNULL,
+                stdout=self._log.fileno(),
+                stderr=self._log.fileno(),
+                env=env,
+                cwd=None if self._cwd is None else str(self._cwd),
+            )
+        except OSError as exc:
+            raise ComputerError(
+                f"could not run the {self.spec.name} kernel ({self.spec.argv[0]}): {exc}"
+            ) from exc
+        if hasattr(os, "pidfd_open"):
+            self._pidfd = os.pidfd_open(self._process.pid)
+        self._context = zmq.Context()
+        # Few messages queue here however fast a kernel prints: memory stays bounded, and a
+        # slow consumer pushes back on the kernel's side instead.
+        self._context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
+        client = BlockingKernelClient(connection_file=str(connection_file), context=self._context)
+        client.load_connection_file()
+        client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=True)
+        self._client = client
+        self._poller = zmq.Poller()
+        self._poller.register(client.iopub_channel.socket, zmq.POLLIN)
+        self._poller.register(client.shell_channel.socket, zmq.POLLIN)
+        self._poller.register(client.stdin_channel.socket, zmq.POLLIN)
+        if self._pidfd is not None:
+            self._poller.register(self._pidfd, zmq.POLLIN)
+        self._poller.register(self._wake_read, zmq.POLLIN)
+
+    def _handshake(self) -> None:
+        """kernel_info until both a reply and IOPub traffic arrive (IOPub is subscribed)."""
+        client = self._client
+        deadline = time.monotonic() + self._start_timeout
+        msg_id = client.kernel_info()
+        replied = subscribed = False
+        resend_at = time.monotonic() + 0.5
+        while not (replied and subscribed):
+            if self._closed:
+                raise ComputerError(f"the {self.spec.name} kernel was shut down while starting")
+            now = time.monotonic()
+            if now >= deadline:
+                raise self._start_failure(f"did not answer within {self._start_timeout:g} s")
+            ready = self._poll(min(deadline, resend_at) - now)
+            if self._pidfd in ready or not self.alive:
+                raise self._start_failure(describe_exit(self._wait_exit()))
+            for message in self._drain(client.iopub_channel, ready):
+                welcome = message["header"]["msg_type"] == "iopub_welcome"
+                if welcome or message["parent_header"].get("msg_id") == msg_id:
+                    subscribed = True
+            for message in self._drain(client.shell_channel, ready):
+                if message["parent_header"].get("msg_id") == msg_id:
+                    replied = True
+            if time.monotonic() >= resend_at and not subscribed:
+                msg_id = client.kernel_info()  # the first one's IOPub status went unheard
+                replied = False
+                resend_at = time.monotonic() + 0.5
+
+    def _start_failure(self, why: str) -> ComputerError:
+        if self._process is not None and self._process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+        log = self.log_tail()
+        detail = f"\n{log}" if log else ""
+        return ComputerError(f"the {self.spec.name} kernel failed to start: {why}{detail}")
+
+    def log_tail(self) -> str:
+        """The end of what the kernel process wrote to its own stdout/stderr."""
+        if self._connection_file is None:
+            return ""
+        path = self._connection_file.with_suffix(".log")
+        try:
+            data = path.read_bytes()[-_LOG_TAIL:]
+        except OSError:
+            return ""
+        return data.decode("utf-8", "replace").strip()
+
+    # -- running code -----------------------------------------------------------------------
+
+    def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]:
+        """Run ``code``; yield its IOPub messages and fault events until it is done.
+
+        Ends after the execute reply and the kernel's idle status for this request, or right
+        after a fault event. If the consumer stops early, the code is interrupted.
+        """
+        self.wait_ready()
+        with self._one_request:
+            yield from self._execute(code, timeout)
+
+    def _execute(self, code: str, timeout: float | None) -> Iterator[KernelEvent]:
+        client = self._client
+        msg_id = client.execute(
+            code, silent=False, store_history=True, allow_stdin=False, stop_on_error=False
+        )
+        self._interrupted_at = None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        timed_out = replied = idle = False
+        try:
+            while not (replied and idle):
+                wake_at = deadline
+                if self._interrupted_at is not None:
+                    grace_end = self._interrupted_at + INTERRUPT_GRACE
+                    wake_at = grace_end if wake_at is None else min(wake_at, grace_end)
+                ready = self._poll(None if wake_at is None else wake_at - time.monotonic())
+                if self._wake_read in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self._wake_read, 4096)
+                for message in self._drain(client.iopub_channel, ready):
+                    if message["parent_header"].get("msg_id") != msg_id:
+                        continue
+                    msg_type = message["header"]["msg_type"]
+                    if msg_type == "status":
+                        idle = idle or message["content"].get("execution_state") == "idle"
+                    elif msg_type != "execute_input":
+                        yield message
+                for message in self._drain(client.shell_channel, ready):
+                    if message["parent_header"].get("msg_id") == msg_id:
+                        replied = True
+                for message in self._drain(client.stdin_channel, ready):
+                    # Kernels that ignore allow_stdin=False (IRkernel) ask anyway: there is no
+                    # keyboard, so the answer is an empty line, and the consumer is told.
+                    if message["header"]["msg_type"] == "input_request":
+                        client.input("")
+                        yield message
+                if replied and idle:
+                    break
+                if self._pidfd in ready or not self.alive:
+                    yield KernelDied(self._wait_exit())
+                    return
+                now = time.monotonic()
+                if self._interrupted_at is not None and now >= self._interrupted_at + (
+                    INTERRUPT_GRACE
+                ):
+                    yield InterruptIgnored(INTERRUPT_GRACE)
+                    return
+                if deadline is not None and now >= deadline and not timed_out:
+                    timed_out = True
+                    deadline = None
+                    yield TimedOut(timeout or 0.0)
+                    self.interrupt()
+        finally:
+            if not (replied and idle):
+                self.interrupt()  # the consumer gave up on this run: stop the code too
+
+    def _poll(self, timeout: float | None) -> dict[Any, int]:
+        """Wait up to ``timeout`` seconds (None: forever) for any socket or the pidfd."""
+        if self._pidfd is None:  # no pidfd: wake now and then to check the process
+            timeout = _LIVENESS_INTERVAL if timeout is None else min(timeout, _LIVENESS_INTERVAL)
+        milliseconds = None if timeout is None else max(0, int(timeout * 1000) + 1)
+        try:
+            return dict(self._poller.poll(milliseconds))
+        except Exception as exc:  # zmq.ZMQError: the context was torn down under us
+            raise ComputerError(f"lost the connection to the {self.spec.name} kernel") from exc
+
+    @staticmethod
+    def _drain(channel: Any, ready: Mapping[Any, int]) -> Iterator[dict[str, Any]]:
+        if channel.socket not in ready:
+            return
+        while True:
+            try:
+                yield channel.get_msg(timeout=0)
+            except Empty:
+                return
+
+    def _wait_exit(self) -> int | None:
+        process = self._process
+        if process is None:
+            return None
+        try:
+            return process.wait(1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def default_runtime_dir() -> Path:
+    """A fresh private (0700) directory for connection files and kernel logs."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="lmc-kernels-"))

@@ -1,0 +1,79 @@
+"""Finding lmc's own kernel specs, never the user's global Jupyter ones.
+
+lmc's kernels live in a ``kernels/`` directory of kernel-spec folders (``kernels/<name>/
+kernel.json``). An installed wheel carries it as ``lmc/_kernels`` (pyproject force-include);
+a source checkout has it at the repository root. Specs are read through a private
+``KernelSpecManager`` whose only directory is that one, and their argv is made to run with the
+interpreter lmc itself runs on, so a kernel always sees the same packages as lmc.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lmc.errors import ComputerError
+
+__all__ = ["KernelSpec", "kernel_spec", "kernels_dir"]
+
+_PYTHON_NAMES = frozenset({"python", "python3", f"python3.{sys.version_info[1]}"})
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What lmc needs to launch one kernel (argv still holds ``{connection_file}``)."""
+
+    name: str
+    argv: tuple[str, ...]
+    language: str
+    resource_dir: Path
+    interrupt_mode: str = "signal"
+    env: dict[str, str] = field(default_factory=dict)
+
+    def command(self, connection_file: str) -> list[str]:
+        """The argv that starts this kernel on ``connection_file``."""
+        return [arg.replace("{connection_file}", connection_file) for arg in self.argv]
+
+
+def kernels_dir() -> Path:
+    """The directory holding lmc's kernel specs (wheel layout first, then the checkout)."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "_kernels", package.parent / "kernels"):
+        if candidate.is_dir():
+            return candidate
+    raise ComputerError(
+        f"lmc's kernel specs are missing (looked in {package / '_kernels'} and "
+        f"{package.parent / 'kernels'})",
+        hint="reinstall lmc",
+    )
+
+
+def kernel_spec(name: str) -> KernelSpec:
+    """Load spec ``name`` from lmc's kernels directory, argv bound to this interpreter."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    directory = kernels_dir()
+    missing = ComputerError(f"no lmc kernel spec named {name!r} in {directory}")
+    if not (directory / name / "kernel.json").is_file():
+        raise missing  # also keeps jupyter_client's ipykernel fallback for "python3" out
+    manager = KernelSpecManager(kernel_dirs=[str(directory)], ensure_native_kernel=False)
+    try:
+        spec = manager.get_kernel_spec(name)
+    except NoSuchKernel as exc:
+        raise missing from exc
+    resource_dir = Path(spec.resource_dir)
+    argv = [
+        arg.replace("{resource_dir}", str(resource_dir)).replace("{prefix}", sys.prefix)
+        for arg in spec.argv
+    ]
+    if argv and argv[0] in _PYTHON_NAMES:
+        argv[0] = sys.executable
+    return KernelSpec(
+        name=name,
+        argv=tuple(argv),
+        language=spec.language,
+        resource_dir=resource_dir,
+        interrupt_mode=spec.interrupt_mode or "signal",
+        env=dict(spec.env or {}),
+    )

@@ -1,0 +1,241 @@
+"""Settings for the terminal: defaults, a TOML file, ``LMC_*`` variables and flags, in that order.
+
+The file lives at ``platformdirs.user_config_dir("lmc")/config.toml`` (``LMC_CONFIG`` points
+elsewhere). Top-level keys are the defaults; each table is a named profile that overrides
+them; ``profile = "name"`` at the top (or ``LMC_PROFILE``) picks one when ``--profile`` is not
+given::
+
+    model = "hf:ggml-org/gpt-oss-20b-GGUF"
+    reasoning = "medium"
+
+    [fast]
+    reasoning = "low"
+    max_tokens = 2048
+
+Environment variables are the key in capitals after ``LMC_`` (``LMC_CONTEXT_SIZE=16384``).
+Flags win over everything. Every value is checked here, so a typo is one clear line, not a
+traceback deep in the agent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from lmc.errors import ConfigError
+
+__all__ = [
+    "REASONING_LEVELS",
+    "Settings",
+    "config_path",
+    "data_dir",
+    "load_settings",
+]
+
+REASONING_LEVELS: Final = ("low", "medium", "high")
+
+
+@dataclass(slots=True)
+class Settings:
+    """Everything the terminal needs to build an Interpreter and render its stream."""
+
+    model: str | None = None
+    api_base: str | None = None
+    replay: str | None = None
+    auto_run: bool = False
+    reasoning: str = "medium"
+    show_reasoning: bool = False
+    context_size: int = 8192
+    max_tokens: int | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int | None = None
+    gpu_layers: int | None = None
+    max_steps: int = 20
+    instructions: str | None = None
+    db_path: str | None = None
+    verbose: bool = False
+    #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+def _as_str(key: str, value: object) -> str:
+    if isinstance(value, str) and value:
+        return value
+    raise ConfigError(f"{key} must be a non-empty string, not {value!r}")
+
+
+def _as_bool(key: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off", ""):
+            return False
+    raise ConfigError(f"{key} must be true or false, not {value!r}")
+
+
+def _as_int(key: str, value: object, minimum: int) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ConfigError(f"{key} must be a whole number, not {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key} must be a whole number, not {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{key} must be at least {minimum}, not {value}")
+    return value
+
+
+def _as_float(key: str, value: object, low: float, high: float) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ConfigError(f"{key} must be a number, not {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{key} must be a number, not {value!r}")
+    if not low <= float(value) <= high:
+        raise ConfigError(f"{key} must be between {low} and {high}, not {value}")
+    return float(value)
+
+
+def _as_reasoning(key: str, value: object) -> str:
+    if isinstance(value, str) and value.strip().lower() in REASONING_LEVELS:
+        return value.strip().lower()
+    raise ConfigError(f"{key} must be one of {', '.join(REASONING_LEVELS)}, not {value!r}")
+
+
+def _optional(check: Callable[[str, object], Any]) -> Callable[[str, object], Any]:
+    """Allow an explicit "none" (env) to reset an optional value to None."""
+
+    def convert(key: str, value: object) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("", "none"):
+            return None
+        return check(key, value)
+
+    return convert
+
+
+_CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
+    "model": _optional(_as_str),
+    "api_base": _optional(_as_str),
+    "replay": _optional(_as_str),
+    "auto_run": _as_bool,
+    "reasoning": _as_reasoning,
+    "show_reasoning": _as_bool,
+    "context_size": lambda k, v: _as_int(k, v, 256),
+    "max_tokens": _optional(lambda k, v: _as_int(k, v, 1)),
+    "temperature": lambda k, v: _as_float(k, v, 0.0, 2.0),
+    "top_p": lambda k, v: _as_float(k, v, 0.0, 1.0),
+    "seed": _optional(lambda k, v: _as_int(k, v, 0)),
+    "gpu_layers": _optional(lambda k, v: _as_int(k, v, -1)),
+    "max_steps": lambda k, v: _as_int(k, v, 1),
+    "instructions": _optional(_as_str),
+    "db_path": _optional(_as_str),
+    "verbose": _as_bool,
+}
+
+KEYS: Final = tuple(_CONVERTERS)
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The config file: ``LMC_CONFIG`` if set, else the platform's user config dir."""
+    env = os.environ if env is None else env
+    if env.get("LMC_CONFIG"):
+        return Path(env["LMC_CONFIG"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("lmc")) / "config.toml"
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where lmc keeps history, outputs and models: ``LMC_DATA_DIR`` or the user data dir."""
+    env = os.environ if env is None else env
+    if env.get("LMC_DATA_DIR"):
+        return Path(env["LMC_DATA_DIR"]).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("lmc"))
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc}") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"the config file {path} is not valid TOML: {exc}", hint="fix or remove it"
+        ) from exc
+
+
+def _apply(
+    values: dict[str, Any],
+    sources: dict[str, str],
+    layer: Mapping[str, object],
+    origin: str,
+) -> None:
+    for key, raw in layer.items():
+        if key not in _CONVERTERS:
+            known = ", ".join(KEYS)
+            raise ConfigError(f"unknown setting {key!r} in {origin}", hint=f"known: {known}")
+        values[key] = _CONVERTERS[key](f"{key} ({origin})", raw)
+        sources[key] = origin
+
+
+def load_settings(
+    flags: Mapping[str, object] | None = None,
+    *,
+    profile: str | None = None,
+    env: Mapping[str, str] | None = None,
+    path: Path | None = None,
+) -> Settings:
+    """Merge defaults < file < profile < ``LMC_*`` environment < flags (``None`` flags skip)."""
+    env = os.environ if env is None else env
+    path = config_path(env) if path is None else path
+    document = _read_file(path)
+    top = {k: v for k, v in document.items() if not isinstance(v, dict) and k != "profile"}
+    profiles = {k: v for k, v in document.items() if isinstance(v, dict)}
+
+    chosen = profile or env.get("LMC_PROFILE") or document.get("profile")
+    if chosen is not None and not isinstance(chosen, str):
+        raise ConfigError(f"profile in {path} must be a string, not {chosen!r}")
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    _apply(values, sources, top, f"config file {path}")
+    if chosen:
+        if chosen not in profiles:
+            names = ", ".join(sorted(profiles)) or "none defined"
+            raise ConfigError(f"no profile named {chosen!r} in {path}", hint=f"profiles: {names}")
+        _apply(values, sources, profiles[chosen], f"profile {chosen!r}")
+
+    from_env = {key: env[f"LMC_{key.upper()}"] for key in KEYS if f"LMC_{key.upper()}" in env}
+    for key, raw in from_env.items():
+        _apply(values, sources, {key: raw}, f"LMC_{key.upper()}")
+
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    _apply(values, sources, given, "flags")
+    for key, origin in sources.items():
+        if origin == "flags":
+            sources[key] = "flag"
+
+    settings = Settings(**values)
+    settings.sources = {
+        f.name: sources.get(f.name, "default") for f in dataclasses.fields(Settings)
+    }
+    settings.sources.pop("sources", None)
+    return settings

@@ -1,0 +1,167 @@
+"""The chat's %commands: %reset, %undo, %save, %load, %tokens, %verbose, %auto_run, %export, %help.
+
+Each command is a small function of the chat's state; unknown commands show the help.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lmc.errors import LmcError
+from lmc.terminal.confirm import Confirmer
+
+__all__ = ["HELP", "ChatState", "is_magic", "run_magic"]
+
+HELP = """\
+%reset                 start a new conversation
+%undo                  remove the last message you sent and everything after it
+%save [path]           save the conversation as LMC JSON (default: lmc-<id>.json)
+%load [path]           load a conversation saved with %save (default: the newest lmc-*.json)
+%tokens                how much of the model's context the conversation uses
+%verbose [on|off]      show full tracebacks for errors
+%auto_run on|off       run code without asking (on) or ask before each block (off)
+%export [path.ipynb]   export the conversation as a notebook (.md: Markdown, .json: LMC)
+%help                  this help
+Esc-Enter: new line · Ctrl-C: stop the model or the code · Ctrl-D: quit"""
+
+
+@dataclass
+class ChatState:
+    """What the commands act on."""
+
+    interpreter: Any
+    confirmer: Confirmer
+    say: Callable[[str], None]
+    verbose: bool = False
+
+
+def is_magic(line: str) -> bool:
+    return line.lstrip().startswith("%")
+
+
+def _default_name(state: ChatState, suffix: str) -> Path:
+    ident = getattr(state.interpreter, "conversation_id", None) or time.strftime("%Y%m%d-%H%M%S")
+    return Path(f"lmc-{ident}{suffix}")
+
+
+def _on_off(value: str | None, current: bool) -> bool | None:
+    if value is None:
+        return not current
+    lowered = value.lower()
+    if lowered in ("on", "true", "yes", "1"):
+        return True
+    if lowered in ("off", "false", "no", "0"):
+        return False
+    return None
+
+
+def _reset(state: ChatState, args: list[str]) -> None:
+    state.interpreter.reset()
+    state.say("conversation reset: the model starts fresh")
+
+
+def _undo(state: ChatState, args: list[str]) -> None:
+    before = len(state.interpreter.messages)
+    state.interpreter.undo()
+    removed = before - len(state.interpreter.messages)
+    if removed <= 0:
+        state.say("nothing to undo")
+    else:
+        state.say(f"removed the last exchange ({removed} message{'s' if removed != 1 else ''})")
+
+
+def _save(state: ChatState, args: list[str]) -> None:
+    from lmc.terminal.export import export_conversation
+
+    path = Path(args[0]).expanduser() if args else _default_name(state, ".json")
+    export_conversation(list(state.interpreter.messages), path, "json")
+    state.say(f"saved {len(state.interpreter.messages)} messages to {path}")
+
+
+def _load(state: ChatState, args: list[str]) -> None:
+    from lmc.messages import messages_from_json
+
+    if args:
+        path = Path(args[0]).expanduser()
+    else:
+        saved = sorted(Path().glob("lmc-*.json"), key=lambda p: p.stat().st_mtime)
+        if not saved:
+            raise LmcError("no lmc-*.json here to load", hint="give a path: %load FILE.json")
+        path = saved[-1]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LmcError(f"cannot read {path}: {exc}") from exc
+    messages = messages_from_json(text)
+    state.interpreter.messages = messages
+    state.say(f"loaded {len(messages)} messages from {path}")
+
+
+def _tokens(state: ChatState, args: list[str]) -> None:
+    used, size = state.interpreter.token_usage()
+    share = 100 * used / size if size else 0.0
+    state.say(f"context: {used} of {size} tokens used ({share:.0f}%)")
+
+
+def _verbose(state: ChatState, args: list[str]) -> None:
+    value = _on_off(args[0] if args else None, state.verbose)
+    if value is None:
+        state.say("usage: %verbose [on|off]")
+        return
+    state.verbose = value
+    state.say(f"verbose {'on: errors show tracebacks' if value else 'off'}")
+
+
+def _auto_run(state: ChatState, args: list[str]) -> None:
+    value = _on_off(args[0], state.confirmer.auto_run) if args else None
+    if value is None:
+        now = "on" if state.confirmer.auto_run else "off"
+        state.say(f"usage: %auto_run on|off (now {now})")
+        return
+    state.confirmer.auto_run = value
+    state.say("code runs without asking" if value else "lmc asks before running code")
+
+
+def _export(state: ChatState, args: list[str]) -> None:
+    from lmc.terminal.export import export_conversation
+
+    path = Path(args[0]).expanduser() if args else _default_name(state, ".ipynb")
+    fmt = export_conversation(list(state.interpreter.messages), path)
+    state.say(f"exported the conversation to {path} ({fmt})")
+
+
+def _help(state: ChatState, args: list[str]) -> None:
+    state.say(HELP)
+
+
+_COMMANDS: dict[str, Callable[[ChatState, list[str]], None]] = {
+    "reset": _reset,
+    "undo": _undo,
+    "save": _save,
+    "load": _load,
+    "tokens": _tokens,
+    "verbose": _verbose,
+    "auto_run": _auto_run,
+    "export": _export,
+    "help": _help,
+}
+
+
+def run_magic(line: str, state: ChatState) -> None:
+    """Run one %command line. LmcError from a command propagates (the chat prints it)."""
+    try:
+        words = shlex.split(line.strip()[1:])
+    except ValueError as exc:
+        state.say(f"cannot parse {line.strip()!r}: {exc}")
+        return
+    name = words[0].lower() if words else ""
+    command = _COMMANDS.get(name)
+    if command is None:
+        state.say(f"unknown command %{name}\n{HELP}" if name else HELP)
+        return
+    command(state, words[1:])

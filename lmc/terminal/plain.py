@@ -1,0 +1,147 @@
+"""Plain-text rendering for pipes, files, ``NO_COLOR`` and dumb terminals: no escape codes.
+
+Text streams as it arrives; code is fenced like Markdown; long output keeps its head as it
+streams and prints the fold note and the tail when the block ends.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+from lmc.terminal.artifacts import ArtifactStore
+from lmc.terminal.base import BlockRenderer
+from lmc.terminal.fold import HEAD_LINES, fold_output
+from lmc.terminal.images import describe_image
+
+__all__ = ["PlainRenderer"]
+
+
+class PlainRenderer(BlockRenderer):
+    """Writes the stream as readable plain text to ``out``."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        show_reasoning: bool = False,
+        artifacts: ArtifactStore | None = None,
+    ) -> None:
+        super().__init__()
+        self.out = out
+        self.show_reasoning = show_reasoning
+        self.artifacts = artifacts
+        self._at_line_start = True
+        self._output: list[str] = []
+        self._output_shown = 0  # lines of output already written
+        self._pending: list[str] = []  # notes to print once the block is done
+        self._fence_open = False
+
+    def _write(self, text: str) -> None:
+        if not text:
+            return
+        self.out.write(text)
+        self.out.flush()
+        self._at_line_start = text.endswith("\n")
+
+    def _newline(self) -> None:
+        if not self._at_line_start:
+            self._write("\n")
+
+    def open_block(self, block: str, language: str) -> None:
+        self._newline()
+        if block == "code" and language:
+            self._write(f"```{language}\n")
+            self._fence_open = True
+        elif block == "reasoning" and self.show_reasoning:
+            self._write("[reasoning]\n")
+        elif block == "user":
+            self._write("> ")
+        elif block in ("note", "notice"):
+            self._write("lmc: ")
+
+    def on_text(self, block: str, text: str) -> None:
+        if block == "reasoning" and not self.show_reasoning:
+            return
+        self._write(text)
+
+    def on_code_end(self) -> None:
+        if self._fence_open:
+            self._fence_open = False
+            self._newline()
+            self._write("```\n")
+
+    def close_block(self, block: str) -> None:
+        self.on_code_end()
+        if block == "reasoning" and not self.show_reasoning:
+            return
+        self._newline()
+        if block != "code":
+            self._write("\n")
+        for note in self._pending:
+            self._write(note + "\n")
+        self._pending.clear()
+
+    def on_console_start(self) -> None:
+        self.on_code_end()
+        self._output.clear()
+        self._output_shown = 0
+
+    def on_output(self, text: str) -> None:
+        self._output.append(text)
+        whole = "".join(self._output)
+        complete = whole.count("\n")
+        limit = min(complete, HEAD_LINES)
+        if limit > self._output_shown:
+            lines = whole.split("\n")[self._output_shown : limit]
+            self._write("".join(line + "\n" for line in lines))
+            self._output_shown = limit
+
+    def on_console_end(self) -> None:
+        whole = "".join(self._output)
+        folded = fold_output(whole)
+        if folded.hidden_lines:
+            self._write(folded.note + "\n" + folded.tail + "\n")
+        else:
+            rest = folded.head.split("\n")[self._output_shown :] if whole else []
+            self._write("".join(line + "\n" for line in rest))
+        self._output.clear()
+
+    def _note(self, text: str) -> None:
+        if self.block is None:
+            self._newline()
+            self._write(text + "\n")
+        else:
+            self._pending.append(text)
+
+    def on_image(self, fmt: str, content: str) -> None:
+        if self.artifacts is None:
+            self._note("[image]")
+            return
+        path, data = self.artifacts.save_image(fmt, content)
+        self._note(f"[{describe_image(data)} saved to {path}]")
+
+    def on_html(self, content: str) -> None:
+        if self.artifacts is None:
+            self._note("[HTML output]")
+            return
+        path: Path = self.artifacts.save_html(content)
+        self._note(f"[HTML saved to {path}]")
+
+    # -- the extras the CLI and the confirmer use ------------------------------------------
+    def waiting(self, text: str = "thinking…") -> None:
+        """Plain output shows no spinner."""
+
+    def pause(self) -> None:
+        """The code is already on screen; nothing to freeze."""
+        self.on_code_end()
+
+    def edited(self, code: str) -> None:
+        """Show the code the person edited, which is what runs."""
+        self._newline()
+        self._write(f"```{self.language} (edited)\n{code.rstrip()}\n```\n")
+
+    def interrupted(self, note: str = "interrupted") -> None:
+        self.close()
+        self._newline()
+        self._write(f"[{note}]\n")

@@ -1,0 +1,352 @@
+"""The interactive renderer: Markdown messages, code panels, live output, images, spinners.
+
+Theory of operation: one :class:`rich.live.Live` region at a time shows the block being
+written or run. ``feed`` only appends to the block's buffers, so it costs the model almost
+nothing; Live's own thread redraws the region ``refresh_per_second`` times a second, never
+per token. The live region shows at most a screenful (the tail of the block), so it can
+always be erased; when a block completes, the region is erased and the whole block is printed
+once, statically, into the scrollback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.segment import Segment
+from rich.spinner import Spinner
+from rich.style import Style
+from rich.syntax import Syntax
+from rich.text import Text
+
+from lmc.terminal.artifacts import ArtifactStore
+from lmc.terminal.base import BlockRenderer
+from lmc.terminal.fold import fold_output
+from lmc.terminal.images import Protocol, describe_image, inline_sequence
+
+__all__ = ["RichRenderer"]
+
+LEXERS = {
+    "python": "python",
+    "shell": "bash",
+    "javascript": "javascript",
+    "r": "r",
+    "applescript": "applescript",
+    "html": "html",
+}
+CODE_THEME = "monokai"
+ACTIVE_LINE = Style(bgcolor="grey30", bold=True)
+
+
+class _Tail:
+    """Shows only the last screenful of a renderable, so a live region stays erasable."""
+
+    def __init__(self, renderable: RenderableType, reserve: int = 2) -> None:
+        self.renderable = renderable
+        self.reserve = reserve
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        keep = max(console.size.height - self.reserve, 3)
+        lines = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        for line in lines[-keep:]:
+            yield from line
+            yield Segment.line()
+
+
+class _TextView:
+    """A message, reasoning, note or user text being written."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.parts: list[str] = []
+        self.renders = 0  # how often it was drawn (the throttle test reads it)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def build(self) -> RenderableType:
+        text = self.text
+        if self.kind == "message":
+            return Markdown(text, code_theme=CODE_THEME)
+        if self.kind == "reasoning":
+            return Group(
+                Text("reasoning", style="dim bold"),
+                Padding(Text(text.strip("\n"), style="dim italic"), (0, 0, 0, 2)),
+            )
+        if self.kind == "user":
+            return Text("> " + text, style="bold")
+        if self.kind == "notice":
+            return Text("⚠ " + text.strip("\n"), style="yellow")
+        return Text(text.strip("\n"), style="yellow")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        self.renders += 1
+        yield self.build()
+
+
+class _CodeView:
+    """A code block: its code, then (while and after it runs) its output."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+        self.parts: list[str] = []
+        self.output: list[str] = []
+        self.active_line: int | None = None
+        self.running = False
+        self.ran = False
+        self.code_printed = False  # printed statically before a confirmation question
+        self.after: list[Callable[[], None]] = []  # images/HTML notes to print after it
+
+    @property
+    def code(self) -> str:
+        return "".join(self.parts)
+
+    def code_panel(self) -> Panel:
+        code = self.code.rstrip("\n")
+        syntax = Syntax(
+            code,
+            LEXERS.get(self.language, "text"),
+            theme=CODE_THEME,
+            word_wrap=True,
+            background_color="default",
+        )
+        line = self.active_line
+        if self.running and line is not None and 1 <= line <= code.count("\n") + 1:
+            width = len(code.split("\n")[line - 1])
+            syntax.stylize_range(ACTIVE_LINE, (line, 0), (line, max(width, 1)))
+        return Panel(syntax, title=self.language or "code", title_align="left", border_style="blue")
+
+    def output_panel(self) -> Panel | None:
+        output = "".join(self.output)
+        if not output and not self.running:
+            return None
+        folded = fold_output(output)
+        body = Text(folded.head)
+        if folded.hidden_lines:
+            body.append("\n" + folded.note + "\n", style="dim italic")
+            body.append(folded.tail)
+        subtitle = None
+        if self.running and self.code_printed and self.active_line is not None:
+            lines = self.code.split("\n")
+            if 1 <= self.active_line <= len(lines):
+                shown = lines[self.active_line - 1].strip()[:60]
+                subtitle = f"running line {self.active_line}: {shown}"
+        title = "output" + (" (running)" if self.running else "")
+        return Panel(
+            body,
+            title=title,
+            title_align="left",
+            subtitle=subtitle,
+            subtitle_align="left",
+            border_style="dim",
+        )
+
+    def build(self, *, include_code: bool) -> RenderableType:
+        parts: list[RenderableType] = []
+        if include_code:
+            parts.append(self.code_panel())
+        output = self.output_panel()
+        if output is not None:
+            parts.append(output)
+        return Group(*parts)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.build(include_code=not self.code_printed)
+
+
+class RichRenderer(BlockRenderer):
+    """Draws the chunk stream on a rich console (a terminal)."""
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        show_reasoning: bool = False,
+        artifacts: ArtifactStore | None = None,
+        image_protocol: Protocol | None = None,
+        open_html: Callable[[Path], Any] | None = None,
+        refresh_per_second: float = 12,
+    ) -> None:
+        super().__init__()
+        self.console = console
+        self.show_reasoning = show_reasoning
+        self.artifacts = artifacts
+        self.image_protocol = image_protocol
+        self.open_html = open_html
+        self.refresh_per_second = refresh_per_second
+        self._live: Live | None = None
+        self._text: _TextView | None = None
+        self._code: _CodeView | None = None
+        self._spinning = False
+
+    # -- the live region ------------------------------------------------------------------
+    def _show(self, view: RenderableType) -> None:
+        if self._live is None:
+            self._live = Live(
+                _Tail(view),
+                console=self.console,
+                refresh_per_second=self.refresh_per_second,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start()
+        else:
+            self._live.update(_Tail(view))
+
+    def _stop_live(self) -> None:
+        self._spinning = False
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()
+
+    def _print(self, renderable: RenderableType) -> None:
+        self._stop_live()
+        self.console.print(renderable)
+
+    # -- public extras the CLI uses -----------------------------------------------------------
+    def waiting(self, text: str = "thinking…") -> None:
+        """Show a spinner until the next block begins."""
+        hidden = self.block == "reasoning" and not self.show_reasoning
+        if (self.block is None or hidden) and not self._spinning:
+            self._show(Spinner("dots", text=Text(text, style="dim")))
+            self._spinning = True
+
+    def pause(self) -> None:
+        """Freeze the screen before a question: print the code being asked about."""
+        if self._code is not None and not self._code.code_printed and not self._code.running:
+            self._print(self._code.code_panel())
+            self._code.code_printed = True
+        else:
+            self._stop_live()
+
+    def edited(self, code: str) -> None:
+        """The person edited the code before running it: show (and highlight) the new code."""
+        if self._code is not None:
+            self._code.parts = [code]
+            self._code.code_printed = False
+
+    def interrupted(self, note: str = "interrupted") -> None:
+        """Ctrl-C: print what was there, then a note; the live region is gone afterwards."""
+        self.close()
+        self.console.print(Text(f"⏹ {note}", style="dim"))
+
+    def close(self) -> None:
+        super().close()
+        self._stop_live()
+
+    # -- hooks ------------------------------------------------------------------------------
+    def open_block(self, block: str, language: str) -> None:
+        self._spinning = False
+        if block == "code":
+            self._code = _CodeView(language)
+            self._show(self._code)
+        elif block == "reasoning" and not self.show_reasoning:
+            self._text = _TextView(block)
+            self.waiting()
+        else:
+            self._text = _TextView(block)
+            self._show(self._text)
+
+    def on_text(self, block: str, text: str) -> None:
+        if block == "code" and self._code is not None:
+            self._code.parts.append(text)
+        elif self._text is not None:
+            self._text.parts.append(text)
+
+    def close_block(self, block: str) -> None:
+        if block == "code" and self._code is not None:
+            view, self._code = self._code, None
+            self._print(view.build(include_code=not view.code_printed))
+            for action in view.after:
+                action()
+            if view.ran:
+                self.waiting()
+            return
+        view_text, self._text = self._text, None
+        if block == "reasoning" and not self.show_reasoning:
+            return
+        if view_text is None:
+            return
+        if block == "message":
+            self._print(view_text.build())
+            self.console.print()
+        else:
+            self._print(view_text.build())
+
+    def on_confirmation(self, language: str, code: str) -> None:
+        if self._code is None:
+            self._open_code_for(language, code)
+
+    def _open_code_for(self, language: str, code: str) -> None:
+        self.block, self.language = "code", language
+        self._code = _CodeView(language)
+        self._code.parts.append(code)
+        self._show(self._code)
+
+    def on_console_start(self) -> None:
+        if self._code is None:
+            self._open_code_for(self.language, "")
+            assert self._code is not None
+            self._code.code_printed = True
+        self._code.running = True
+        self._code.ran = True
+        self._spinning = False
+        self._show(self._code)
+
+    def on_active_line(self, line: int | None) -> None:
+        if self._code is not None:
+            self._code.active_line = line
+
+    def on_output(self, text: str) -> None:
+        if self._code is not None:
+            self._code.output.append(text)
+
+    def on_console_end(self) -> None:
+        if self._code is not None:
+            self._code.running = False
+            self._code.active_line = None
+
+    def _later(self, action: Callable[[], None]) -> None:
+        if self._code is not None:
+            self._code.after.append(action)
+        else:
+            live = self._live is not None
+            self._stop_live()
+            action()
+            if live and self._text is not None:
+                self._show(self._text)
+
+    def on_image(self, fmt: str, content: str) -> None:
+        if self.artifacts is None:
+            return
+        path, data = self.artifacts.save_image(fmt, content)
+
+        def show() -> None:
+            if self.image_protocol is not None and data:
+                self.console.file.write(inline_sequence(data, self.image_protocol))
+                self.console.file.flush()
+            note = Text(f"🖼  {describe_image(data)} saved to {path}", style="cyan")
+            self.console.print(note, soft_wrap=True)
+
+        self._later(show)
+
+    def on_html(self, content: str) -> None:
+        if self.artifacts is None:
+            return
+        path = self.artifacts.save_html(content)
+        opened = ""
+        if self.open_html is not None and self.open_html(path):
+            opened = " and opened in your browser"
+
+        def show() -> None:
+            self.console.print(Text(f"HTML saved to {path}{opened}", style="cyan"), soft_wrap=True)
+
+        self._later(show)

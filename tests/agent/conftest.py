@@ -1,0 +1,84 @@
+"""Fixtures for the agent tests: the real llama.cpp path (tiny model + replay), real kernels.
+
+Every test gets its own data and cache directories, so nothing is written to the user's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.replay import write_replay
+
+from lmc.agent import Interpreter
+from lmc.backends.base import Backend, Generation, SamplingSettings
+from lmc.computer import Computer
+
+
+@pytest.fixture(autouse=True)
+def _private_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def computer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Computer]:
+    """Real kernels, started once per test module (a kernel takes seconds to start)."""
+    with Computer(cwd=tmp_path_factory.mktemp("work")) as shared:
+        yield shared
+
+
+class RecordingBackend(Backend):
+    """The real backend, remembering each prompt and generation so tests can read counters."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.context_size = inner.context_size
+        self.prompts: list[str] = []
+        self.generations: list[Generation] = []
+
+    def generate(
+        self, prompt: str, settings: SamplingSettings | None = None, cancel: Any = None
+    ) -> Generation:
+        generation = self.inner.generate(prompt, settings, cancel)
+        self.prompts.append(prompt)
+        self.generations.append(generation)
+        return generation
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+MakeInterpreter = Callable[..., tuple[Interpreter, RecordingBackend]]
+
+
+@pytest.fixture
+def make_interpreter(
+    tiny_model: Path, tmp_path: Path, computer: Computer
+) -> Iterator[MakeInterpreter]:
+    """``make(completions, **kwargs)``: an Interpreter whose model replays ``completions``."""
+    from lmc.backends import BackendConfig, open_backend
+
+    made: list[Interpreter] = []
+
+    def make(
+        completions: Sequence[str], *, context_size: int = 8192, **kwargs: Any
+    ) -> tuple[Interpreter, RecordingBackend]:
+        replay = write_replay(tmp_path / f"replay{len(made)}.txt", completions)
+        config = BackendConfig(model=str(tiny_model), replay=str(replay), context_size=context_size)
+        backend = RecordingBackend(open_backend(config))
+        kwargs.setdefault("computer", computer)
+        kwargs.setdefault("db_path", tmp_path / "conversations.db")
+        interpreter = Interpreter(backend=backend, **kwargs)
+        made.append(interpreter)
+        return interpreter, backend
+
+    yield make
+    for interpreter in made:
+        interpreter.close()
+        interpreter.backend.close()

@@ -1,0 +1,147 @@
+"""Ctrl-C and cancel(): while the model writes and while code runs; the Interpreter survives."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+from conftest import MakeInterpreter
+
+from lmc.messages import Chunk
+
+LONG = "word " * 4000
+FINAL = "<|channel|>final<|message|>{}<|return|>"
+
+
+def python_call(code: str) -> str:
+    return f"<|channel|>analysis to=python code<|message|>{code}<|call|>"
+
+
+def when(event: threading.Event, action: object) -> threading.Thread:
+    """Run ``action`` in a thread as soon as ``event`` is set (while the main thread is busy)."""
+
+    def wait() -> None:
+        event.wait(30)
+        time.sleep(0.05)
+        action()  # type: ignore[operator]
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def ctrl_c() -> None:
+    """What a terminal's Ctrl-C does: SIGINT to the main thread, which interrupts a blocking
+    system call (a kernel poll) as well as Python code."""
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+
+def is_message(chunk: Chunk) -> bool:
+    return chunk["type"] == "message" and "content" in chunk
+
+
+def test_ctrl_c_while_the_model_writes_keeps_the_partial_message(
+    make_interpreter: MakeInterpreter,
+) -> None:
+    interpreter, backend = make_interpreter(
+        [FINAL.format(LONG), FINAL.format("Still here.")], auto_run=True
+    )
+    writing = threading.Event()
+    thread = when(writing, ctrl_c)
+    stream = interpreter.chat("talk a lot", stream=True, display=False)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for chunk in stream:
+                if is_message(chunk):
+                    writing.set()
+    finally:
+        stream.close()
+    thread.join()
+    partial = interpreter.messages[-1]
+    assert partial["type"] == "message"
+    assert 0 < len(partial["content"]) < len(LONG)
+    assert LONG.startswith(partial["content"])
+    assert interpreter.store.load(interpreter.conversation_id or "")[-1] == partial
+    # Usable again: the next turn sees the cut message, closed.
+    assert interpreter.chat("go on", display=False)[-1]["content"] == "Still here."
+    assert partial["content"] + "<|end|><|start|>user<|message|>go on<|end|>" in backend.prompts[-1]
+
+
+def test_a_consumer_that_stops_mid_message_keeps_the_partial_message(
+    make_interpreter: MakeInterpreter,
+) -> None:
+    interpreter, _ = make_interpreter([FINAL.format(LONG), FINAL.format("Ok.")], auto_run=True)
+    seen = 0
+    for chunk in interpreter.chat("talk", stream=True, display=False):
+        seen += is_message(chunk)
+        if seen == 20:
+            break
+    assert 0 < len(interpreter.messages[-1]["content"]) < len(LONG)
+    assert interpreter.chat("more", display=False)[-1]["content"] == "Ok."
+
+
+def test_ctrl_c_while_code_runs_interrupts_the_kernel_and_keeps_its_state(
+    make_interpreter: MakeInterpreter,
+) -> None:
+    interpreter, backend = make_interpreter(
+        [
+            python_call("kept = 41\nimport time\nprint('started', flush=True)\ntime.sleep(60)"),
+            python_call("print(kept + 1)"),
+            FINAL.format("42."),
+        ],
+        auto_run=True,
+    )
+    running = threading.Event()
+    thread = when(running, ctrl_c)
+    began = time.monotonic()
+    stream = interpreter.chat("sleep", stream=True, display=False)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for chunk in stream:
+                if chunk.get("format") == "output" and "started" in chunk["content"]:
+                    running.set()
+    finally:
+        stream.close()
+    thread.join()
+    assert time.monotonic() - began < 20
+    assert "[interrupted]" in interpreter.messages[-1]["content"]
+    assert (
+        "[interrupted]" in interpreter.store.load(interpreter.conversation_id or "")[-1]["content"]
+    )
+    chunks = list(interpreter.chat("and now?", stream=True, display=False))
+    assert "42" in "".join(c.get("content") or "" for c in chunks if c.get("format") == "output")
+    assert time.monotonic() - began < 30
+    assert "started\n\n[interrupted]\n<|end|><|start|>user" in backend.prompts[1]
+
+
+def test_cancel_from_another_thread_ends_the_turn_quietly(
+    make_interpreter: MakeInterpreter,
+) -> None:
+    interpreter, _ = make_interpreter(
+        [
+            python_call("import time\nprint('started', flush=True)\ntime.sleep(60)"),
+            FINAL.format(LONG),
+            FINAL.format("Done."),
+        ],
+        auto_run=True,
+    )
+    running = threading.Event()
+    thread = when(running, interpreter.cancel)
+    began = time.monotonic()
+    for chunk in interpreter.chat("sleep", stream=True, display=False):
+        if chunk.get("format") == "output" and "started" in chunk["content"]:
+            running.set()
+    thread.join()
+    assert time.monotonic() - began < 20
+    assert interpreter.messages[-1]["role"] == "computer"  # no sampling after a cancel
+
+    writing = threading.Event()
+    thread = when(writing, interpreter.cancel)
+    for chunk in interpreter.chat("talk", stream=True, display=False):
+        if is_message(chunk):
+            writing.set()
+    thread.join()
+    assert 0 < len(interpreter.messages[-1]["content"]) < len(LONG)
+    assert interpreter.chat("again", display=False)[-1]["content"] == "Done."

@@ -1,0 +1,36 @@
+"""CLI fixtures: an isolated home for lmc (config, data, history) and replay files."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.replay import write_replay
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cli_replays
+
+
+@pytest.fixture
+def lmc_env(tmp_path: Path) -> dict[str, str]:
+    """Environment that keeps lmc's files under tmp_path and output plain."""
+    return {
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "LMC_CONFIG": str(tmp_path / "config" / "lmc" / "config.toml"),
+        "LMC_DATA_DIR": str(tmp_path / "data" / "lmc"),
+        "NO_COLOR": "1",
+        "BROWSER": "true",
+    }
+
+
+@pytest.fixture
+def replay(tmp_path: Path) -> Callable[..., Path]:
+    """Write a replay file of completions and return its path."""
+    counter = iter(range(1000))
+
+    def make(*completions: str) -> Path:
+        return write_replay(tmp_path / f"replay-{next(counter)}.txt", completions)
+
+    return make

@@ -1,0 +1,274 @@
+"""Faults, each with a real kernel: interrupts, timeouts, dying kernels, stdin, huge output."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import stat
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from computer_testing import collect, output_of
+
+from lmc.computer import Computer
+
+
+def _python_session(computer: Computer):
+    collect(computer, "python", "pass")  # make sure it is up
+    return computer._sessions["python"]
+
+
+def test_interrupt_stops_code_within_a_second_and_state_survives(computer):
+    collect(computer, "python", "survivor = 'still here'")
+    timer = threading.Timer(0.5, computer.interrupt)
+    timer.start()
+    started = time.monotonic()
+    out = output_of(collect(computer, "python", "while True:\n    pass"))
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.5
+    assert "KeyboardInterrupt" in out
+    assert output_of(collect(computer, "python", "print(survivor)")) == "still here\n"
+
+
+def test_timeout_interrupts_and_says_so(computer):
+    started = time.monotonic()
+    out = output_of(collect(computer, "python", "import time\ntime.sleep(30)", timeout=0.5))
+    assert time.monotonic() - started < 2
+    assert "Timed out after 0.5 s" in out
+    assert "KeyboardInterrupt" in out
+    assert output_of(collect(computer, "python", "print('after')")) == "after\n"
+
+
+def test_no_timeout_by_default():
+    assert Computer().timeout is None
+
+
+def test_consumer_abandoning_a_run_interrupts_it(computer):
+    run = computer.run("python", "import time\nprint('start', flush=True)\ntime.sleep(30)")
+    for chunk in run:
+        if chunk.get("content") == "start\n":
+            break
+    run.close()
+    started = time.monotonic()
+    assert output_of(collect(computer, "python", "print('next')")) == "next\n"
+    assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        ("import os\nos._exit(3)", "exited with status 3"),
+        ("import ctypes\nctypes.string_at(0)", "SIGSEGV"),
+        # What the out-of-memory killer does: SIGKILL, no chance to clean up.
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "SIGKILL"),
+    ],
+    ids=["os._exit", "segfault", "oom-kill"],
+)
+def test_dying_kernel_is_reported_and_replaced(code, why):
+    with Computer() as computer:
+        collect(computer, "python", "doomed = 1")
+        started = time.monotonic()
+        out = output_of(
+            collect(computer, "python", f"import time\nprint('before')\ntime.sleep(0.3)\n{code}")
+        )
+        assert time.monotonic() - started < 1.5
+        assert out.startswith("before\n")
+        assert "kernel died" in out and why in out
+        after = output_of(collect(computer, "python", "print('doomed' in globals())"))
+        assert after == "False\n"
+
+
+def test_kernel_that_died_while_idle_is_replaced_before_the_next_run():
+    with Computer() as computer:
+        session = _python_session(computer)
+        os.kill(session.pid, 9)
+        deadline = time.monotonic() + 5
+        while session.alive and time.monotonic() < deadline:
+            time.sleep(0.01)
+        out = output_of(collect(computer, "python", "print('fresh')"))
+        assert "had died since the last run" in out
+        assert out.endswith("fresh\n")
+
+
+def test_interrupt_ignored_restarts_the_kernel(monkeypatch):
+    from lmc.computer import kernel
+
+    monkeypatch.setattr(kernel, "INTERRUPT_GRACE", 1.0)
+    code = (
+        "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "print('stubborn', flush=True)\ntime.sleep(60)"
+    )
+    with Computer() as computer:
+        threading.Timer(1.0, computer.interrupt).start()
+        started = time.monotonic()
+        out = output_of(collect(computer, "python", code))
+        assert time.monotonic() - started < 4
+        assert "did not stop" in out
+        assert output_of(collect(computer, "python", "print('back')")) == "back\n"
+
+
+def _rss_mb() -> float:
+    # Current resident size (ru_maxrss would only ever show the peak of the whole test run).
+    with open("/proc/self/statm") as statm:
+        pages = int(statm.read().split()[1])
+    return pages * resource.getpagesize() / 2**20
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_huge_output_streams_without_memory_growth(computer):
+    # 300 MB through the stream; the consumer keeps only a bounded copy.
+    from lmc.computer import BoundedOutput
+
+    code = "line = 'x' * 999\nfor _ in range(300_000):\n    print(line)\nprint('the end')"
+    bounded = BoundedOutput(10_000)
+    before = _rss_mb()
+    peak = before
+    total = 0
+    for chunk in computer.run("python", code):
+        if chunk.get("format") == "output":
+            total += len(chunk["content"])
+            bounded.add(chunk["content"])
+            peak = max(peak, _rss_mb())
+    assert total == 300_000 * 1000 + len("the end\n")
+    assert peak - before < 64
+    text = bounded.text()
+    assert text.endswith("the end\n") and "300,000,008 characters" in text
+    assert len(text) < 10_200
+
+
+def test_connection_files_are_private_and_kernels_listen_on_loopback_only(computer):
+    session = _python_session(computer)
+    path = session.connection_file
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    info = json.loads(path.read_text())
+    assert info["ip"] == "127.0.0.1" and info["transport"] == "tcp"
+    if sys.platform.startswith("linux"):
+        assert _listening_addresses(session.pid) <= {"127.0.0.1"}
+
+
+def _listening_addresses(pid: int) -> set[str]:
+    """IPv4 addresses the process listens on, from /proc (no tools needed)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:  # an fd closed while we looked
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    addresses = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if inode in inodes and state == "0A":  # LISTEN
+                hex_ip = local.split(":")[0]
+                if len(hex_ip) == 8:
+                    addresses.add(".".join(str(int(hex_ip[i : i + 2], 16)) for i in (6, 4, 2, 0)))
+                else:
+                    addresses.add("ipv6:" + hex_ip)
+    assert addresses, "the kernel listens on nothing?"
+    return addresses
+
+
+def test_prestart_hides_the_start_up():
+    with Computer() as computer:
+        called = time.monotonic()
+        computer.prestart(["python"])
+        assert time.monotonic() - called < 0.2  # returns at once; the start goes on behind
+        session = computer._sessions["python"]
+        deadline = time.monotonic() + 60
+        while not session._ready.wait(0.05) and time.monotonic() < deadline:
+            pass
+        started = time.monotonic()
+        assert output_of(collect(computer, "python", "print(1)")) == "1\n"
+        assert time.monotonic() - started < 0.5
+
+
+def test_close_stops_the_kernel_and_removes_its_files():
+    computer = Computer()
+    session = _python_session(computer)
+    pid, runtime = session.pid, session.connection_file.parent
+    computer.close()
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    assert not runtime.exists()
+    out = output_of(collect(computer, "python", "print(1)"))
+    assert "closed" in out
+
+
+def test_restart_loses_state(computer):
+    collect(computer, "python", "before_restart = 1")
+    computer.restart("python")
+    out = output_of(collect(computer, "python", "print('before_restart' in globals())"))
+    assert out == "False\n"
+
+
+def test_kernel_that_cannot_start_is_reported_with_its_own_words(tmp_path):
+    from lmc.computer.kernel import KernelSession
+    from lmc.computer.kernelspecs import KernelSpec
+    from lmc.errors import ComputerError
+
+    spec = KernelSpec(
+        name="broken",
+        argv=(sys.executable, "-c", "import sys; sys.exit('there is no IRkernel here')"),
+        language="none",
+        resource_dir=tmp_path,
+    )
+    session = KernelSession(spec, runtime_dir=tmp_path)
+    started = time.monotonic()
+    with pytest.raises(ComputerError) as caught:
+        session.wait_ready()
+    assert time.monotonic() - started < 5
+    message = str(caught.value)
+    assert "failed to start" in message and "exited with status 1" in message
+    assert "there is no IRkernel here" in message
+    session.shutdown()
+
+
+def test_close_during_a_run_ends_the_run():
+    computer = Computer()
+    collect(computer, "python", "pass")
+    chunks = []
+
+    def consume():
+        chunks.extend(
+            computer.run("python", "import time\nprint('going', flush=True)\ntime.sleep(30)")
+        )
+
+    runner = threading.Thread(target=consume)
+    runner.start()
+    time.sleep(0.5)
+    computer.close()
+    runner.join(5)
+    assert not runner.is_alive()
+    assert chunks[-1] == {"role": "computer", "type": "console", "end": True}
+    assert "going\n" in output_of(chunks)
+    assert "the computer was closed" in output_of(chunks)
+
+
+def test_close_while_a_kernel_is_still_starting():
+    computer = Computer()
+    computer.prestart(["python"])
+    started = time.monotonic()
+    computer.close()
+    assert time.monotonic() - started < 2
+
+
+def test_interrupt_from_a_signal_handler_like_ctrl_c(computer):
+    import signal
+
+    previous = signal.signal(signal.SIGALRM, lambda *_: computer.interrupt())
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        started = time.monotonic()
+        out = output_of(collect(computer, "python", "while True:\n    pass"))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 1.5
+    assert "KeyboardInterrupt" in out

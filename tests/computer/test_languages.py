@@ -1,0 +1,109 @@
+"""Languages, aliases, and the runs that need no kernel (they never raise)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from computer_testing import collect, output_of
+
+from lmc.computer import Computer
+from lmc.computer.applescript import applescript_command
+from lmc.computer.languages import resolve_language
+
+
+@pytest.fixture()
+def bare() -> Computer:
+    with Computer() as computer:
+        yield computer
+
+
+def test_languages_lists_every_language(bare):
+    assert bare.languages == ("python", "shell", "javascript", "r", "html", "applescript")
+
+
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("Python", "python"),
+        ("py", "python"),
+        ("bash", "shell"),
+        ("sh", "shell"),
+        ("js", "javascript"),
+        ("node", "javascript"),
+        ("R", "r"),
+        ("osascript", "applescript"),
+    ],
+)
+def test_aliases(alias, name):
+    assert resolve_language(alias).name == name
+
+
+def test_unknown_language_is_a_clear_output_line(bare):
+    out = output_of(collect(bare, "cobol", "DISPLAY 'HI'."))
+    assert out == (
+        "lmc cannot run 'cobol' code; it runs python, shell, javascript, r, html, applescript.\n"
+    )
+    assert bare._sessions == {}
+
+
+def test_empty_code_is_a_clear_output_line(bare):
+    assert output_of(collect(bare, "python", "  \n")) == "There was no python code to run.\n"
+    assert bare._sessions == {}
+
+
+def test_start_ignores_unknown_languages(bare):
+    bare.prestart(["cobol", "html"])
+    assert bare._sessions == {}
+
+
+def test_html_is_written_to_a_file_not_executed(bare):
+    out = output_of(collect(bare, "html", "<h1>Hi</h1><script>alert(1)</script>"))
+    assert out.startswith("The HTML was saved to ")
+    path = Path(out.strip().rsplit(" ", 1)[1])
+    try:
+        assert path.read_text(encoding="utf-8") == "<h1>Hi</h1><script>alert(1)</script>"
+        assert path.suffix == ".html"
+    finally:
+        path.unlink()
+
+
+def test_applescript_without_osascript_is_a_clear_error(bare, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = output_of(collect(bare, "applescript", 'display dialog "hi"'))
+    assert (
+        out == "AppleScript runs only on macOS, through osascript, which is not available here.\n"
+    )
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="replaces osascript with a stand-in")
+def test_applescript_code_reaches_osascript_verbatim(bare, monkeypatch, tmp_path):
+    # A stand-in osascript that prints the script it was given: proves no shell touched it.
+    fake = tmp_path / "osascript"
+    fake.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.argv[1:])\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ["PATH"])
+    code = "say \"$(rm -rf ~)\" & `id` & 'quote' \\ end"
+    assert applescript_command(code) == [str(fake), "-e", code]
+    out = output_of(collect(bare, "applescript", code))
+    assert out == repr(["-e", code]) + "\n"
+
+
+def test_missing_interpreter_says_how_to_install(bare, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = output_of(collect(bare, "r", "print(1)"))
+    assert "needs `R`, which is not installed" in out
+    assert "r-cran-irkernel" in out
+
+
+def test_a_missing_kernel_spec_is_an_output_line_not_an_exception(bare, monkeypatch, tmp_path):
+    from lmc.computer import kernelspecs
+
+    (tmp_path / "python").mkdir()
+    monkeypatch.setattr(kernelspecs, "kernels_dir", lambda: tmp_path)
+    bare.prestart(["python"])
+    out = output_of(collect(bare, "python", "print(1)"))
+    assert out.startswith("lmc cannot run python code: no lmc kernel spec named 'python'")

@@ -1,0 +1,240 @@
+"""The rich renderer fed real chunk streams (the seed's, and variations), on a forced terminal."""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from seed_chunks import FINAL, SEED, strip_ansi
+
+from lmc.terminal.artifacts import ArtifactStore
+from lmc.terminal.rich_renderer import RichRenderer
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAYAAAC56t6BAAAAEklEQVR4nGP8z8DwnwEIGGEMAD/1Av/IUdw3AAAAAElFTkSuQmCC"
+)
+
+
+def _console(width: int = 80, height: int = 40) -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=width, height=height, color_system="256")
+    return console, out
+
+
+def _code(code: str, lang: str = "python") -> list[dict[str, object]]:
+    return [
+        {"role": "assistant", "type": "code", "format": lang, "start": True},
+        {"role": "assistant", "type": "code", "format": lang, "content": code},
+        {"role": "assistant", "type": "code", "format": lang, "end": True},
+        {
+            "role": "computer",
+            "type": "confirmation",
+            "format": "execution",
+            "content": {"type": "code", "format": lang, "content": code},
+        },
+    ]
+
+
+def _console_chunks(output: str) -> list[dict[str, object]]:
+    return [
+        {"role": "computer", "type": "console", "start": True},
+        {"role": "computer", "type": "console", "format": "active_line", "content": "1"},
+        {"role": "computer", "type": "console", "format": "output", "content": output},
+        {"role": "computer", "type": "console", "format": "active_line", "content": None},
+        {"role": "computer", "type": "console", "end": True},
+    ]
+
+
+def test_seed_stream_prints_code_output_and_answer_in_order() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console)
+    renderer.waiting()
+    for chunk in SEED:
+        renderer.feed(chunk)
+    renderer.close()
+    text = strip_ansi(out.getvalue())
+    # The last static copy of each block is what stays in the scrollback.
+    code_at = text.rindex("╭─ python")
+    assert "34 / 24" in text[code_at:]
+    output_at = text.rindex("1.4166666666666667")
+    answer_at = text.rindex(FINAL)
+    assert code_at < output_at < answer_at
+    assert renderer.final_answer
+
+
+def test_markdown_is_rendered_not_shown_raw() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console)
+    for chunk in (
+        {"role": "assistant", "type": "message", "start": True},
+        {"role": "assistant", "type": "message", "content": "# Title\n\nsome **bold** text"},
+        {"role": "assistant", "type": "message", "end": True},
+    ):
+        renderer.feed(chunk)
+    renderer.close()
+    raw = out.getvalue()
+    assert "**bold**" not in strip_ansi(raw)
+    assert "\x1b[1m" in raw  # bold
+
+
+def test_live_refresh_is_throttled_not_per_token() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console, refresh_per_second=10)
+    renderer.feed({"role": "assistant", "type": "message", "start": True})
+    renderer.feed({"role": "assistant", "type": "message", "content": "START"})
+    tokens = 300
+    started = time.perf_counter()
+    for _ in range(tokens):
+        renderer.feed({"role": "assistant", "type": "message", "content": " word"})
+        time.sleep(0.002)
+    elapsed = time.perf_counter() - started
+    renderer.feed({"role": "assistant", "type": "message", "end": True})
+    renderer.close()
+    draws = out.getvalue().count("START")
+    # about 10 redraws a second plus the final static print, never one per token
+    assert draws <= 10 * elapsed + 5, (draws, elapsed)
+    assert draws < tokens / 5
+
+
+def test_active_line_is_highlighted_while_code_runs() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console, refresh_per_second=20)
+    for chunk in _code("a = 1\nimport time\nb = 2\n"):
+        renderer.feed(chunk)
+    renderer.feed({"role": "computer", "type": "console", "start": True})
+    renderer.feed({"role": "computer", "type": "console", "format": "active_line", "content": "2"})
+    time.sleep(0.3)
+    during = out.getvalue()
+    renderer.feed({"role": "computer", "type": "console", "format": "active_line", "content": None})
+    renderer.feed({"role": "computer", "type": "console", "end": True})
+    renderer.close()
+    highlighted = [
+        line
+        for line in during.splitlines()
+        if "48;5;239" in line  # grey30 background
+    ]
+    assert highlighted, "no line had the active-line background"
+    assert all("time" in strip_ansi(line) for line in highlighted)
+    after = out.getvalue()[len(during) :]
+    assert "48;5;239" not in after  # the finished block is printed without the highlight
+
+
+def test_code_is_printed_once_before_a_question() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console)
+    for chunk in _code("print('hi')"):
+        renderer.feed(chunk)
+    renderer.pause()  # what the confirmer does before asking
+    before = out.getvalue()
+    assert "print('hi')" in strip_ansi(before)
+    for chunk in _console_chunks("hi\n"):
+        renderer.feed(chunk)
+    renderer.close()
+    after = strip_ansi(out.getvalue()[len(before) :])
+    assert "hi" in after
+    assert "╭─ python" not in after  # the code is not printed a second time
+
+
+def test_long_output_is_folded_to_head_and_tail() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console)
+    for chunk in _code("for i in range(500): print(f'line {i}')"):
+        renderer.feed(chunk)
+    for chunk in _console_chunks("".join(f"line {i}\n" for i in range(500))):
+        renderer.feed(chunk)
+    renderer.close()
+    text = strip_ansi(out.getvalue())
+    assert "470 more lines hidden" in text
+    assert "line 0 " in text and "line 9 " in text
+    assert "line 480" in text and "line 499" in text
+    assert "line 250 " not in text
+
+
+@pytest.mark.parametrize("show", [False, True])
+def test_reasoning_hidden_unless_asked(show: bool) -> None:
+    console, out = _console()
+    renderer = RichRenderer(console, show_reasoning=show)
+    for chunk in (
+        {"role": "assistant", "type": "reasoning", "start": True},
+        {"role": "assistant", "type": "reasoning", "content": "secret musings"},
+        {"role": "assistant", "type": "reasoning", "end": True},
+        {"role": "assistant", "type": "message", "content": "answer"},
+    ):
+        renderer.feed(chunk)
+    renderer.close()
+    raw = out.getvalue()
+    assert ("secret musings" in strip_ansi(raw)) is show
+    if show:
+        assert "\x1b[2;3m" in raw  # dim italic
+    assert "answer" in strip_ansi(raw)
+
+
+def test_image_is_saved_and_shown_inline_with_kitty(tmp_path: Path) -> None:
+    console, out = _console()
+    renderer = RichRenderer(console, artifacts=ArtifactStore(tmp_path), image_protocol="kitty")
+    for chunk in _code("plot()"):
+        renderer.feed(chunk)
+    renderer.feed({"role": "computer", "type": "console", "start": True})
+    renderer.feed(
+        {
+            "role": "computer",
+            "type": "image",
+            "format": "base64.png",
+            "content": base64.b64encode(PNG).decode(),
+        }
+    )
+    renderer.feed({"role": "computer", "type": "console", "end": True})
+    renderer.close()
+    saved = list(tmp_path.glob("*.png"))
+    assert len(saved) == 1 and saved[0].read_bytes() == PNG
+    raw = out.getvalue()
+    assert "\x1b_Gf=100,a=T" in raw
+    text = " ".join(strip_ansi(raw).split())
+    assert "2×3 image" in text and saved[0].name in text
+
+
+def test_html_is_saved_and_opened(tmp_path: Path) -> None:
+    console, out = _console()
+    opened: list[Path] = []
+
+    def opener(path: Path) -> bool:
+        opened.append(path)
+        return True
+
+    renderer = RichRenderer(console, artifacts=ArtifactStore(tmp_path), open_html=opener)
+    renderer.feed({"role": "computer", "type": "code", "format": "html", "content": "<b>hi</b>"})
+    renderer.close()
+    assert len(opened) == 1 and opened[0].read_text() == "<b>hi</b>"
+    assert "opened in your browser" in strip_ansi(out.getvalue())
+
+
+def test_notice_without_code_is_a_note_and_not_a_final_answer() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console)
+    renderer.feed({"role": "assistant", "type": "message", "content": "partial"})
+    for chunk in (
+        {"role": "computer", "type": "console", "start": True},
+        {"role": "computer", "type": "console", "format": "output", "content": "Stopped.\n"},
+        {"role": "computer", "type": "console", "end": True},
+    ):
+        renderer.feed(chunk)
+    renderer.close()
+    assert "⚠ Stopped." in strip_ansi(out.getvalue())
+    assert not renderer.final_answer
+
+
+def test_interrupted_keeps_what_was_shown() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console)
+    for chunk in _code("import time\ntime.sleep(30)"):
+        renderer.feed(chunk)
+    renderer.feed({"role": "computer", "type": "console", "start": True})
+    renderer.feed({"role": "computer", "type": "console", "format": "output", "content": "zzz\n"})
+    renderer.interrupted()
+    text = strip_ansi(out.getvalue())
+    assert "zzz" in text and "⏹ interrupted" in text
+    assert renderer._live is None  # no live region left behind
