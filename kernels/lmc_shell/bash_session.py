@@ -169,9 +169,15 @@ class BashSession:
         ack_read, self._ack = os.pipe()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        env = {**self._env, "LMC_CTL_FD": str(control_write), "LMC_ACK_FD": str(ack_read)}
+        self._dir.mkdir(mode=0o700, exist_ok=True)
+        env = {
+            **self._env,
+            "LMC_CTL_FD": str(control_write),
+            "LMC_ACK_FD": str(ack_read),
+            "LMC_BLOCK_DIR": str(self._dir),
+        }
         with _children_get_default_sigint():
-            self._process = subprocess.Popen(  # noqa: S603 - argv is ours, no shell
+            self._process = subprocess.Popen(
                 [bash, "--noprofile", "--rcfile", str(INIT_FILE), "--noediting", "-i"],
                 stdin=command_read,
                 stdout=out_write,
@@ -196,7 +202,9 @@ class BashSession:
         deadline = time.monotonic() + START_TIMEOUT
         while b"D" not in self._read_control_raw():
             if self._process.poll() is not None:
-                raise ShellStartError(f"bash exited at start with status {self._process.returncode}")
+                raise ShellStartError(
+                    f"bash exited at start with status {self._process.returncode}"
+                )
             if time.monotonic() > deadline:
                 self.close()
                 raise ShellStartError("bash did not show its first prompt")
@@ -223,7 +231,6 @@ class BashSession:
 
     def restart(self) -> None:
         self.close()
-        self._dir = Path(tempfile.mkdtemp(prefix="lmc-shell-"))
         self.start()
 
     @property
@@ -245,6 +252,7 @@ class BashSession:
         if not self.alive:
             self.restart()
         self._count += 1
+        self._dir.mkdir(mode=0o700, exist_ok=True)  # a tmp cleaner may have taken it
         path = self._dir / f"{self._count}.sh"
         path.write_text(code if code.endswith("\n") else code + "\n", encoding="utf-8")
         last_line = max(1, code.count("\n") + (0 if code.endswith("\n") else 1))

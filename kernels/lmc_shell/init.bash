@@ -13,7 +13,10 @@
 
 exec 241>&1 242>&2 243>&"$LMC_CTL_FD" 244<&"$LMC_ACK_FD"
 exec {LMC_CTL_FD}>&- {LMC_ACK_FD}<&- 1>/dev/null 2>/dev/null
-unset LMC_CTL_FD LMC_ACK_FD
+__lmc_dir=$LMC_BLOCK_DIR
+unset LMC_CTL_FD LMC_ACK_FD LMC_BLOCK_DIR
+# The block files' directory goes with the shell, even when the kernel was killed outright.
+trap 'rm -rf -- "$__lmc_dir"' EXIT
 
 set +o history +H
 shopt -u expand_aliases

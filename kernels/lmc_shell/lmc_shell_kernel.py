@@ -20,14 +20,13 @@ import signal
 from types import FrameType
 from typing import Any
 
-from ipykernel.kernelbase import Kernel
-
 from bash_session import ActiveLine, BashSession, Finished, Output
+from ipykernel.kernelbase import Kernel
 
 __all__ = ["ShellKernel"]
 
 
-class ShellKernel(Kernel):  # type: ignore[misc]  # ipykernel is untyped
+class ShellKernel(Kernel):
     implementation = "lmc_shell"
     implementation_version = "0.1.0"
     banner = "lmc shell kernel: one persistent bash"
@@ -40,11 +39,11 @@ class ShellKernel(Kernel):  # type: ignore[misc]  # ipykernel is untyped
     }
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
         self._bash = BashSession()
         self._bash.start()
 
-    async def do_execute(  # type: ignore[override]
+    async def do_execute(
         self,
         code: str,
         silent: bool,
@@ -91,12 +90,14 @@ class ShellKernel(Kernel):  # type: ignore[misc]  # ipykernel is untyped
         self._bash.interrupt()
 
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
+        if self.session is None:
+            return
         self.session.send(
             self.iopub_socket,
             msg_type,
             content,
-            parent=self.get_parent(),
-            ident=self._topic(msg_type),
+            parent=self.get_parent(),  # type: ignore[no-untyped-call]
+            ident=self._topic(msg_type),  # type: ignore[no-untyped-call]
         )
 
 
