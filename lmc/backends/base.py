@@ -14,7 +14,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["Backend", "BackendConfig", "Generation", "Piece", "SamplingSettings", "StopReason"]
+__all__ = [
+    "Backend",
+    "BackendConfig",
+    "Generation",
+    "Piece",
+    "SamplingSettings",
+    "StopReason",
+    "StreamGeneration",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +89,20 @@ class Generation(ABC):
 
     @abstractmethod
     def __iter__(self) -> Iterator[Piece]: ...
+
+
+class StreamGeneration(Generation):
+    """A generation whose pieces come from ``run``, an iterator the backend sets; iterate once.
+
+    The backend's generator fills in ``stop_reason`` and the counters as it goes.
+    """
+
+    def __init__(self, prompt_tokens: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.run: Iterator[Piece] = iter(())
+
+    def __iter__(self) -> Iterator[Piece]:
+        return self.run
 
 
 class Backend(ABC):

@@ -39,6 +39,7 @@ from lmc.backends.base import (
     Piece,
     SamplingSettings,
     StopReason,
+    StreamGeneration,
 )
 from lmc.backends.replay import ReplayScript
 from lmc.errors import BackendError, ContextOverflowError
@@ -76,17 +77,6 @@ def _route_llama_logs(*, verbose: bool) -> None:
     if not _SILENT_LOG:
         _SILENT_LOG.append(llama_cpp.llama_log_callback(lambda level, text, data: None))
     llama_cpp.llama_log_set(_SILENT_LOG[0], ctypes.c_void_p(0))
-
-
-class LlamaGeneration(Generation):
-    """One call's stream; iterate it once."""
-
-    def __init__(self, prompt_tokens: int) -> None:
-        self.prompt_tokens = prompt_tokens
-        self.run: Iterator[Piece] = iter(())
-
-    def __iter__(self) -> Iterator[Piece]:
-        return self.run
 
 
 class LlamaCppBackend(Backend):
@@ -187,7 +177,7 @@ class LlamaCppBackend(Backend):
             raise ContextOverflowError(len(ids), self.context_size, hint=_OVERFLOW_HINT)
         forced = self._tokenize(self.replay.take().encode()) if self.replay else None
         self._serial += 1
-        generation = LlamaGeneration(len(ids))
+        generation = StreamGeneration(len(ids))
         generation.run = self._run(
             generation,
             serial=self._serial,

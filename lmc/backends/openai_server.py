@@ -30,6 +30,7 @@ from lmc.backends.base import (
     Piece,
     SamplingSettings,
     StopReason,
+    StreamGeneration,
 )
 from lmc.errors import ServerError
 from lmc.harmony import tokens
@@ -112,17 +113,6 @@ def _completions_url(api_base: str) -> str:
     return f"{base}/completions" if base.endswith("/v1") else f"{base}/v1/completions"
 
 
-class ServerGeneration(Generation):
-    """One streamed completion; iterate it once."""
-
-    def __init__(self, prompt_tokens: int) -> None:
-        self.prompt_tokens = prompt_tokens
-        self.run: Iterator[Piece] = iter(())
-
-    def __iter__(self) -> Iterator[Piece]:
-        return self.run
-
-
 class OpenAIServerBackend(Backend):
     """gpt-oss behind an OpenAI-compatible ``/v1/completions`` endpoint."""
 
@@ -163,7 +153,7 @@ class OpenAIServerBackend(Backend):
         seed = settings.seed if settings.seed is not None else self.config.seed
         if seed is not None:
             body["seed"] = seed
-        generation = ServerGeneration(0)
+        generation = StreamGeneration(0)
         generation.run = self._run(generation, prompt, body, cancel)
         return generation
 
