@@ -19,17 +19,19 @@ Launched as ``python3 lmc_javascript_kernel.py -f CONNECTION_FILE`` (see kernel.
 
 from __future__ import annotations
 
-import signal
-from types import FrameType
+import sys
+from pathlib import Path
 from typing import Any
 
-from ipykernel.kernelbase import Kernel
-from node_session import ActiveLine, Failed, Finished, NodeSession, NodeStartError, Output, Result
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # kernels/: the shared lmc_wrapper
+
+from lmc_wrapper.kernel import WrapperKernel, exit_description
+from node_session import Failed, Finished, NodeSession, NodeStartError, Result
 
 __all__ = ["JavaScriptKernel"]
 
 
-class JavaScriptKernel(Kernel):
+class JavaScriptKernel(WrapperKernel):
     implementation = "lmc_javascript"
     implementation_version = "0.1.0"
     banner = "lmc JavaScript kernel: one persistent node"
@@ -43,7 +45,7 @@ class JavaScriptKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # type: ignore[no-untyped-call]
-        self._node = NodeSession()
+        self._node = self._wrapped = NodeSession()
         self._start_problem: str | None = None
         self._start()
 
@@ -56,90 +58,39 @@ class JavaScriptKernel(Kernel):
             self._start_problem = None
             self.language_info = {**self.language_info, "version": self._node.version}
 
-    async def do_execute(
-        self,
-        code: str,
-        silent: bool,
-        store_history: bool = True,
-        user_expressions: dict[str, Any] | None = None,
-        allow_stdin: bool = False,
-        *,
-        cell_meta: dict[str, Any] | None = None,
-        cell_id: str | None = None,
-    ) -> dict[str, Any]:
-        ok = {
-            "status": "ok",
-            "execution_count": self.execution_count,
-            "payload": [],
-            "user_expressions": {},
-        }
-        if not code.strip():
-            return ok
+    def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         if self._start_problem is not None:
             self._start()
         if self._start_problem is not None:
             return self._fail("NodeNotFound", self._start_problem, [self._start_problem])
-        previous = signal.signal(signal.SIGINT, self._on_sigint)
-        previous_wakeup = signal.set_wakeup_fd(self._node.wakeup_fd, warn_on_full_buffer=False)
         failure: Failed | None = None
         finished = Finished()
-        try:
-            for event in self._node.run(code):
-                if isinstance(event, Output):
-                    if not silent:
-                        self._send("stream", {"name": event.name, "text": event.text})
-                elif isinstance(event, ActiveLine):
-                    self._send("lmc_active_line", {"line": event.line})
-                elif isinstance(event, Result):
-                    if not silent:
-                        self._send(
-                            "execute_result",
-                            {
-                                "execution_count": self.execution_count,
-                                "data": {"text/plain": event.text},
-                                "metadata": {},
-                            },
-                        )
-                elif isinstance(event, Failed):
-                    failure = event
-                else:
-                    finished = event
-        finally:
-            signal.set_wakeup_fd(previous_wakeup)
-            signal.signal(signal.SIGINT, previous)
-        self._send("lmc_active_line", {"line": None})
+        for event in self._relay(code, silent):
+            if isinstance(event, Failed):
+                failure = event
+            elif isinstance(event, Finished):
+                finished = event
         if finished.exited:
-            status = finished.status
-            how = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
-            text = f"node {how}; the next run starts a new node"
+            text = f"node {exit_description(finished.status)}; the next run starts a new node"
             self._start()
             return self._fail("NodeExited", text, [text])
         if failure is not None:
             return self._fail(failure.ename, failure.evalue, failure.traceback)
-        return ok
+        return self._ok()
 
-    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
-        self._node.close()
-        return {"status": "ok", "restart": restart}
-
-    def _fail(self, ename: str, evalue: str, traceback: list[str]) -> dict[str, Any]:
-        content = {"ename": ename, "evalue": evalue, "traceback": traceback}
-        self._send("error", content)
-        return {"status": "error", "execution_count": self.execution_count, **content}
-
-    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        self._node.interrupt()
-
-    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
-        if self.session is None:
-            return
-        self.session.send(
-            self.iopub_socket,
-            msg_type,
-            content,
-            parent=self.get_parent(),  # type: ignore[no-untyped-call]
-            ident=self._topic(msg_type),  # type: ignore[no-untyped-call]
-        )
+    def _relay_more(self, event: object, silent: bool) -> bool:
+        if not isinstance(event, Result):
+            return False
+        if not silent:
+            self._send(
+                "execute_result",
+                {
+                    "execution_count": self.execution_count,
+                    "data": {"text/plain": event.text},
+                    "metadata": {},
+                },
+            )
+        return True
 
 
 if __name__ == "__main__":

@@ -23,21 +23,18 @@ block runs at the trap's bare cost; the kernel then reports the latest line it s
 
 from __future__ import annotations
 
-import codecs
-import contextlib
 import os
 import select
 import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from lmc_wrapper.session import READ_SIZE, ActiveLine, Output, PipeSession
 
 __all__ = ["ActiveLine", "BashSession", "Finished", "Output", "ShellStartError"]
 
@@ -47,54 +44,12 @@ LOCKSTEP_MAX_RATE = 50
 LOCKSTEP_WINDOW = 0.1
 #: Seconds bash gets to show its first prompt.
 START_TIMEOUT = 10.0
-#: Seconds between liveness checks where the platform has no pidfd (macOS).
-POLL_INTERVAL = 0.2
 #: Seconds between active-line reports once the block runs free (the Python kernel's rate).
 FREE_RUN_INTERVAL = 0.02
-READ_SIZE = 65536
-#: Bytes of output one event carries at most, so messages stay small.
-MAX_OUTPUT_EVENT = 256 * 1024
-
-
-@contextlib.contextmanager
-def _children_get_default_sigint() -> Iterator[None]:
-    """Let a child started now see SIGINT at its default, not ignored as in the kernel.
-
-    ipykernel ignores SIGINT between requests and an ignored signal stays ignored across
-    exec, so bash and every command it runs would shrug off interrupts. A Python handler,
-    unlike SIG_IGN, is reset to the default by exec.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.SIG_IGN:
-        yield
-        return
-    signal.signal(signal.SIGINT, lambda signum, frame: None)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 class ShellStartError(Exception):
     """bash is missing or did not reach its first prompt."""
-
-
-@dataclass(frozen=True)
-class Output:
-    """Text the block wrote; ``name`` is ``"stdout"`` or ``"stderr"``."""
-
-    name: str
-    text: str
-
-
-@dataclass(frozen=True)
-class ActiveLine:
-    """Line ``line`` (1-based) of the block is about to run."""
-
-    line: int
 
 
 @dataclass(frozen=True)
@@ -109,53 +64,14 @@ class Finished:
 Event = Output | ActiveLine | Finished
 
 
-class _Stream:
-    """One output pipe with its own UTF-8 decoder (bad bytes become U+FFFD)."""
-
-    def __init__(self, name: str, fd: int) -> None:
-        self.name = name
-        self.fd = fd
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def read_available(self) -> str:
-        """Everything in the pipe right now, decoded (never blocks)."""
-        parts: list[str] = []
-        size = 0
-        while size < MAX_OUTPUT_EVENT:
-            try:
-                data = os.read(self.fd, READ_SIZE)
-            except BlockingIOError:
-                break
-            if not data:
-                break
-            size += len(data)
-            parts.append(self._decoder.decode(data))
-            if len(data) < READ_SIZE:
-                break
-        return "".join(parts)
-
-    def flush(self) -> str:
-        return self._decoder.decode(b"", final=True)
-
-
-class BashSession:
+class BashSession(PipeSession):
     """A bash process plus the pipes to drive it. Not thread-safe except :meth:`interrupt`."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
+        super().__init__()
         self._env = dict(os.environ if env is None else env)
         self._dir = Path(tempfile.mkdtemp(prefix="lmc-shell-"))
         self._count = 0
-        self._process: subprocess.Popen[bytes] | None = None
-        self._pidfd: int | None = None
-        self._fds: list[int] = []
-        self._running = False
-        self._started = False
-        self._interrupt_pending = False
-        # A signal arriving on another thread does not wake select() here; Python writes
-        # to this pipe for every signal once it is passed to signal.set_wakeup_fd().
-        self._wake_read, self.wakeup_fd = os.pipe()
-        for fd in (self._wake_read, self.wakeup_fd):
-            os.set_blocking(fd, False)
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -167,8 +83,6 @@ class BashSession:
         command_read, self._command = os.pipe()
         self._control, control_write = os.pipe()
         ack_read, self._ack = os.pipe()
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
         self._dir.mkdir(mode=0o700, exist_ok=True)
         env = {
             **self._env,
@@ -176,29 +90,18 @@ class BashSession:
             "LMC_ACK_FD": str(ack_read),
             "LMC_BLOCK_DIR": str(self._dir),
         }
-        with _children_get_default_sigint():
-            self._process = subprocess.Popen(
-                [bash, "--noprofile", "--rcfile", str(INIT_FILE), "--noediting", "-i"],
-                stdin=command_read,
-                stdout=out_write,
-                stderr=err_write,
-                pass_fds=(control_write, ack_read),
-                env=env,
-                start_new_session=True,  # its own process group: SIGINT goes where we send it
-            )
-        for fd in (command_read, control_write, out_write, err_write):
+        self._fds = [self._command, self._control, self._ack, ack_read]
+        self._spawn(
+            [bash, "--noprofile", "--rcfile", str(INIT_FILE), "--noediting", "-i"],
+            stdin=command_read,
+            pass_fds=(control_write, ack_read),
+            env=env,
+        )
+        for fd in (command_read, control_write):
             os.close(fd)
         self._ack_read = ack_read  # kept to drain acknowledgements bash never read
-        self._out = _Stream("stdout", out_read)
-        self._err = _Stream("stderr", err_read)
-        self._fds = [self._command, self._control, self._ack, ack_read, out_read, err_read]
-        for fd in (self._control, out_read, err_read):  # not ack_read: bash shares it
-            os.set_blocking(fd, False)
-        try:
-            self._pidfd = os.pidfd_open(self._process.pid)
-            self._fds.append(self._pidfd)
-        except (AttributeError, OSError):
-            self._pidfd = None
+        os.set_blocking(self._control, False)  # not ack_read: bash shares it
+        assert self._process is not None
         deadline = time.monotonic() + START_TIMEOUT
         while b"D" not in self._read_control_raw():
             if self._process.poll() is not None:
@@ -213,39 +116,11 @@ class BashSession:
         self._err.read_available()
 
     def close(self) -> None:
-        """Stop bash and everything it started in its process group; remove block files.
-
-        The session can be started again (:meth:`restart`); the wake-up pipe stays.
-        """
-        process = self._process
-        self._process = None
-        if process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        for fd in self._fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._fds = []
+        """Stop bash and everything it started in its process group; remove block files."""
+        super().close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def restart(self) -> None:
-        self.close()
-        self.start()
-
-    @property
-    def alive(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
     # -- running ------------------------------------------------------------------------
-
-    def interrupt(self) -> None:
-        """Stop the running block (safe from a signal handler); the shell stays."""
-        if not self._running:
-            return
-        self._interrupt_pending = True
-        if self._started:
-            self._signal_group()
 
     def run(self, code: str) -> Iterator[Event]:
         """Run one block, yielding its output and active lines, then :class:`Finished`."""
@@ -258,9 +133,7 @@ class BashSession:
         last_line = max(1, code.count("\n") + (0 if code.endswith("\n") else 1))
         self._read_control_raw()  # stale reports from an interrupted block
         self._drain_acks()
-        self._started = False
-        self._interrupt_pending = False
-        self._running = True
+        self._begin()
         quoted = shlex.quote(str(path))
         line = (
             f"builtin echo S >&243; __lmc_file={quoted} __lmc_line= __lmc_sync=s; "
@@ -278,10 +151,8 @@ class BashSession:
         lockstep = True
         shown: int | None = None
         pending = b""
-        watched = [self._control, self._out.fd, self._err.fd, self._wake_read]
-        if self._pidfd is not None:
-            watched.append(self._pidfd)
-        timeout = None if self._pidfd is not None else POLL_INTERVAL
+        watched = self._watched(self._control)
+        timeout = self._select_timeout
         quiet_until = 0.0  # free-running: the control pipe is read again from this time on
         while True:
             now = time.monotonic()
@@ -292,9 +163,7 @@ class BashSession:
                 listened = [fd for fd in watched if fd != self._control]
                 wait = quiet_until - now if timeout is None else min(quiet_until - now, timeout)
             ready, _, _ = select.select(listened, [], [], wait)
-            if self._wake_read in ready:  # the signal handler has run (or runs now)
-                with contextlib.suppress(BlockingIOError):
-                    os.read(self._wake_read, READ_SIZE)
+            self._clear_wakeup(ready)
             if self._control in ready:
                 data = self._read_control_raw()
                 if not data:  # the block closed fd 243: only the shell's death ends it now
@@ -304,9 +173,7 @@ class BashSession:
                 reports = [report.decode() for report in lines]
                 if not self._started and "S" in reports:
                     reports = reports[reports.index("S") + 1 :]
-                    self._started = True
-                    if self._interrupt_pending:
-                        self._signal_group()
+                    self._code_started()
                 if not self._started:
                     reports = []
                 done = next((r for r in reports if r.startswith("D")), None)
@@ -335,21 +202,10 @@ class BashSession:
                     return
             if self._out.fd in ready or self._err.fd in ready:
                 yield from self._drain_output()
-            if self._pidfd in ready or (self._pidfd is None and not self.alive):
-                yield from self._drain_output(final=True)
-                assert self._process is not None
-                status = self._process.wait()
-                self.close()
+            if self._child_ended(ready):
+                status = yield from self._reap()
                 yield Finished(status, self._interrupt_pending, exited=True)
                 return
-
-    def _drain_output(self, *, final: bool = False) -> Iterator[Output]:
-        for stream in (self._out, self._err):
-            text = stream.read_available()
-            if final:
-                text += stream.flush()
-            if text:
-                yield Output(stream.name, text)
 
     def _read_control_raw(self) -> bytes:
         parts: list[bytes] = []
@@ -366,8 +222,3 @@ class BashSession:
     def _drain_acks(self) -> None:
         while select.select([self._ack_read], [], [], 0)[0]:
             os.read(self._ack_read, READ_SIZE)
-
-    def _signal_group(self) -> None:
-        if self._process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._process.pid, signal.SIGINT)

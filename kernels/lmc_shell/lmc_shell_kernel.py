@@ -16,17 +16,19 @@ Launched as ``python3 lmc_shell_kernel.py -f CONNECTION_FILE`` (see kernel.json)
 
 from __future__ import annotations
 
-import signal
-from types import FrameType
+import sys
+from pathlib import Path
 from typing import Any
 
-from bash_session import ActiveLine, BashSession, Finished, Output
-from ipykernel.kernelbase import Kernel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # kernels/: the shared lmc_wrapper
+
+from bash_session import BashSession, Finished
+from lmc_wrapper.kernel import WrapperKernel, exit_description
 
 __all__ = ["ShellKernel"]
 
 
-class ShellKernel(Kernel):
+class ShellKernel(WrapperKernel):
     implementation = "lmc_shell"
     implementation_version = "0.1.0"
     banner = "lmc shell kernel: one persistent bash"
@@ -40,73 +42,27 @@ class ShellKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)  # type: ignore[no-untyped-call]
-        self._bash = BashSession()
+        self._bash = self._wrapped = BashSession()
         self._bash.start()
 
-    async def do_execute(
-        self,
-        code: str,
-        silent: bool,
-        store_history: bool = True,
-        user_expressions: dict[str, Any] | None = None,
-        allow_stdin: bool = False,
-        *,
-        cell_meta: dict[str, Any] | None = None,
-        cell_id: str | None = None,
-    ) -> dict[str, Any]:
-        ok = {"status": "ok", "execution_count": self.execution_count, "payload": []}
-        ok["user_expressions"] = {}
-        if not code.strip():
-            return ok
-        previous = signal.signal(signal.SIGINT, self._on_sigint)
-        previous_wakeup = signal.set_wakeup_fd(self._bash.wakeup_fd, warn_on_full_buffer=False)
+    def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         finished = Finished(0, interrupted=False, exited=False)
-        try:
-            for event in self._bash.run(code):
-                if isinstance(event, Output):
-                    if not silent:
-                        self._send("stream", {"name": event.name, "text": event.text})
-                elif isinstance(event, ActiveLine):
-                    self._send("lmc_active_line", {"line": event.line})
-                else:
-                    finished = event
-        finally:
-            signal.set_wakeup_fd(previous_wakeup)
-            signal.signal(signal.SIGINT, previous)
-        self._send("lmc_active_line", {"line": None})
+        for event in self._relay(code, silent):
+            if isinstance(event, Finished):
+                finished = event
         if finished.exited:
             self._bash.restart()
         error = _error_content(finished)
         if error is None:
-            return ok
-        self._send("error", error)
-        return {"status": "error", "execution_count": self.execution_count, **error}
-
-    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
-        self._bash.close()
-        return {"status": "ok", "restart": restart}
-
-    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        self._bash.interrupt()
-
-    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
-        if self.session is None:
-            return
-        self.session.send(
-            self.iopub_socket,
-            msg_type,
-            content,
-            parent=self.get_parent(),  # type: ignore[no-untyped-call]
-            ident=self._topic(msg_type),  # type: ignore[no-untyped-call]
-        )
+            return self._ok()
+        return self._fail(**error)
 
 
 def _error_content(finished: Finished) -> dict[str, Any] | None:
     """The ``error`` message content for how a block ended, or None when it succeeded."""
     status = finished.status
     if finished.exited:
-        how = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
-        text = f"the shell {how}; the next run starts a new shell"
+        text = f"the shell {exit_description(status)}; the next run starts a new shell"
         return {"ename": "ShellExited", "evalue": text, "traceback": [text]}
     if finished.interrupted:
         return {"ename": "KeyboardInterrupt", "evalue": "interrupted", "traceback": ["interrupted"]}

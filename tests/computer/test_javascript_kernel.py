@@ -2,118 +2,23 @@
 
 from __future__ import annotations
 
-import queue
 import shutil
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+from kernel_testing import KERNELS, KernelDriver, running_kernel
 
 pytestmark = [
     pytest.mark.timeout(120),
     pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
 ]
 
-KERNELS = Path(__file__).resolve().parents[2] / "kernels"
-
-
-@dataclass
-class Run:
-    """Everything one execute request produced, IOPub messages in arrival order."""
-
-    messages: list[tuple[str, dict[str, Any], float]] = field(default_factory=list)
-    reply: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def events(self) -> list[tuple[str, Any]]:
-        """("line", n) / ("stdout", text) / ("stderr", text) / ("error", ename) in order."""
-        events: list[tuple[str, Any]] = []
-        for msg_type, content, _ in self.messages:
-            if msg_type == "lmc_active_line":
-                events.append(("line", content["line"]))
-            elif msg_type == "stream":
-                if events and events[-1][0] == content["name"]:
-                    events[-1] = (content["name"], events[-1][1] + content["text"])
-                else:
-                    events.append((content["name"], content["text"]))
-            elif msg_type == "error":
-                events.append(("error", content["ename"]))
-            elif msg_type == "execute_result":
-                events.append(("result", content["data"]["text/plain"]))
-        return events
-
-    def text(self, name: str = "stdout") -> str:
-        return "".join(
-            c["text"] for t, c, _ in self.messages if t == "stream" and c["name"] == name
-        )
-
-    @property
-    def lines(self) -> list[int | None]:
-        return [c["line"] for t, c, _ in self.messages if t == "lmc_active_line"]
-
-    @property
-    def results(self) -> list[str]:
-        return [c["data"]["text/plain"] for t, c, _ in self.messages if t == "execute_result"]
-
-    @property
-    def errors(self) -> list[dict[str, Any]]:
-        return [c for t, c, _ in self.messages if t == "error"]
-
-
-class Node:
-    def __init__(self, manager: KernelManager, client: Any) -> None:
-        self.manager = manager
-        self.client = client
-
-    def run(self, code: str, *, timeout: float = 15, interrupt_after: float | None = None) -> Run:
-        """Execute ``code``; optionally interrupt once it has run ``interrupt_after`` seconds."""
-        run = Run()
-        msg_id = self.client.execute(code)
-        start = time.monotonic()
-        interrupted = False
-        while True:
-            now = time.monotonic()
-            assert now - start < timeout, f"no idle status within {timeout}s: {run.events}"
-            if interrupt_after is not None and not interrupted and now - start >= interrupt_after:
-                self.manager.interrupt_kernel()
-                interrupted = True
-            try:
-                msg = self.client.get_iopub_msg(timeout=0.05)
-            except queue.Empty:
-                continue
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            msg_type, content = msg["msg_type"], msg["content"]
-            if msg_type == "status":
-                if content["execution_state"] == "idle":
-                    break
-                continue
-            if msg_type != "execute_input":
-                run.messages.append((msg_type, content, time.monotonic() - start))
-        reply = self.client.get_shell_msg(timeout=timeout)
-        assert reply["parent_header"]["msg_id"] == msg_id
-        run.reply = reply["content"]
-        return run
-
 
 @pytest.fixture(scope="module")
-def node() -> Iterator[Node]:
-    specs = KernelSpecManager(kernel_dirs=[str(KERNELS)], ensure_native_kernel=False)
-    manager = KernelManager(kernel_name="lmc_javascript", kernel_spec_manager=specs)
-    manager.start_kernel()
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
-        yield Node(manager, client)
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
+def node() -> Iterator[KernelDriver]:
+    with running_kernel("lmc_javascript") as driver:
+        yield driver
 
 
 def test_spec_names_javascript() -> None:
@@ -123,13 +28,13 @@ def test_spec_names_javascript() -> None:
     assert spec.interrupt_mode == "signal"
 
 
-def test_console_log_reports_line_then_output(node: Node) -> None:
+def test_console_log_reports_line_then_output(node: KernelDriver) -> None:
     run = node.run("console.log('hello')")
     assert run.events == [("line", 1), ("stdout", "hello\n"), ("line", None)]
     assert run.reply["status"] == "ok"
 
 
-def test_lines_output_and_result_in_order(node: Node) -> None:
+def test_lines_output_and_result_in_order(node: KernelDriver) -> None:
     run = node.run("console.log(1)\n\n// note\nconsole.error(2)\n2 + 3")
     assert run.events == [
         ("line", 1),
@@ -142,11 +47,11 @@ def test_lines_output_and_result_in_order(node: Node) -> None:
     ]
 
 
-def test_statements_on_one_line_report_it_once(node: Node) -> None:
+def test_statements_on_one_line_report_it_once(node: KernelDriver) -> None:
     assert node.run("let one = 1; let two = 2; one + two").lines == [1, None]
 
 
-def test_let_const_class_and_functions_persist(node: Node) -> None:
+def test_let_const_class_and_functions_persist(node: KernelDriver) -> None:
     node.run(
         "let counter = 1\n"
         "const box = {items: [1, 2]}\n"
@@ -159,25 +64,25 @@ def test_let_const_class_and_functions_persist(node: Node) -> None:
     assert redeclared.errors[0]["ename"] == "SyntaxError"
 
 
-def test_top_level_await_keeps_declarations(node: Node) -> None:
+def test_top_level_await_keeps_declarations(node: KernelDriver) -> None:
     run = node.run("const late = await new Promise(r => setTimeout(() => r(42), 50))\nlate")
     assert run.results == ["42"]
     assert node.run("late + 1").results == ["43"]
     assert node.run("await Promise.resolve('x')").results == ["'x'"]
 
 
-def test_a_promise_value_is_shown_not_awaited(node: Node) -> None:
+def test_a_promise_value_is_shown_not_awaited(node: KernelDriver) -> None:
     assert node.run("Promise.resolve(3)").results == ["Promise { 3 }"]
 
 
-def test_hoisting_works_across_statements(node: Node) -> None:
+def test_hoisting_works_across_statements(node: KernelDriver) -> None:
     run = node.run(
         "console.log(hoisted(), typeof later)\nfunction hoisted() { return 'h' }\nvar later = 1"
     )
     assert run.text() == "h undefined\n"
 
 
-def test_error_has_name_message_and_stack_with_cell_lines(node: Node) -> None:
+def test_error_has_name_message_and_stack_with_cell_lines(node: KernelDriver) -> None:
     run = node.run("function fail() {\n  throw new TypeError('bad thing')\n}\n\nfail()")
     assert run.events[-2:] == [("line", None), ("error", "TypeError")]
     error = run.errors[0]
@@ -191,7 +96,7 @@ def test_error_has_name_message_and_stack_with_cell_lines(node: Node) -> None:
     assert run.reply["ename"] == "TypeError"
 
 
-def test_syntax_error_points_at_the_line(node: Node) -> None:
+def test_syntax_error_points_at_the_line(node: KernelDriver) -> None:
     run = node.run("let fine = 1;\nlet = ;")
     error = run.errors[0]
     assert error["ename"] == "SyntaxError"
@@ -199,7 +104,7 @@ def test_syntax_error_points_at_the_line(node: Node) -> None:
     assert "let = ;" in error["traceback"]
 
 
-def test_thrown_non_error_and_async_error(node: Node) -> None:
+def test_thrown_non_error_and_async_error(node: KernelDriver) -> None:
     assert node.run("throw 5").errors[0]["evalue"] == "5"
     run = node.run(
         "async function later() { await 0; throw new Error('async boom') }\nawait later()"
@@ -207,14 +112,14 @@ def test_thrown_non_error_and_async_error(node: Node) -> None:
     assert run.errors[0]["traceback"][:2] == ["Error: async boom", "    at later (cell:1:41)"]
 
 
-def test_unhandled_rejection_is_reported_and_node_survives(node: Node) -> None:
+def test_unhandled_rejection_is_reported_and_node_survives(node: KernelDriver) -> None:
     run = node.run("Promise.reject(new Error('nobody waits')); 5")
     assert run.results == ["5"]
     assert "Uncaught (in promise) Error: nobody waits" in run.text("stderr")
     assert node.run("6").results == ["6"]
 
 
-def test_interrupt_stops_a_busy_loop_and_keeps_state(node: Node) -> None:
+def test_interrupt_stops_a_busy_loop_and_keeps_state(node: KernelDriver) -> None:
     node.run("let kept = 'still here'")
     run = node.run("while (true) {}", interrupt_after=0.5, timeout=10)
     assert run.errors[0]["ename"] == "KeyboardInterrupt"
@@ -222,7 +127,7 @@ def test_interrupt_stops_a_busy_loop_and_keeps_state(node: Node) -> None:
     assert node.run("kept").results == ["'still here'"]
 
 
-def test_interrupt_abandons_a_pending_await(node: Node) -> None:
+def test_interrupt_abandons_a_pending_await(node: KernelDriver) -> None:
     run = node.run(
         "await new Promise(r => setTimeout(r, 30000))\nconsole.log('no')", interrupt_after=0.5
     )
@@ -231,7 +136,7 @@ def test_interrupt_abandons_a_pending_await(node: Node) -> None:
     assert node.run("kept.length").results == ["10"]
 
 
-def test_builtin_modules_require_and_import(node: Node) -> None:
+def test_builtin_modules_require_and_import(node: KernelDriver) -> None:
     assert node.run("path.join('a', 'b')").results == ["'a/b'"]
     assert node.run("require('node:os').EOL").results == ["'\\n'"]
     run = node.run("const { sep } = await import('node:path'); sep")
@@ -239,18 +144,18 @@ def test_builtin_modules_require_and_import(node: Node) -> None:
     assert run.text("stderr") == ""
 
 
-def test_stdin_is_at_end_of_file(node: Node) -> None:
+def test_stdin_is_at_end_of_file(node: KernelDriver) -> None:
     code = "let got = ''\nfor await (const chunk of process.stdin) got += chunk\ngot.length"
     run = node.run(code, timeout=5)
     assert run.results == ["0"]
 
 
-def test_undecodable_bytes_are_replaced(node: Node) -> None:
+def test_undecodable_bytes_are_replaced(node: KernelDriver) -> None:
     run = node.run("process.stdout.write(Buffer.from([0x61, 0xff, 0x62, 0x0a])); undefined")
     assert run.text() == "a\ufffdb\n"
 
 
-def test_output_streams_while_the_code_runs(node: Node) -> None:
+def test_output_streams_while_the_code_runs(node: KernelDriver) -> None:
     run = node.run(
         "console.log('first')\nawait new Promise(r => setTimeout(r, 1000))\nconsole.log('second')"
     )
@@ -258,7 +163,7 @@ def test_output_streams_while_the_code_runs(node: Node) -> None:
     assert times["second\n"] - times["first\n"] > 0.8
 
 
-def test_process_exit_is_reported_and_a_new_node_starts(node: Node) -> None:
+def test_process_exit_is_reported_and_a_new_node_starts(node: KernelDriver) -> None:
     node.run("globalThis.gone = 1")
     run = node.run("console.log('bye')\nprocess.exit(3)")
     assert run.text() == "bye\n"
@@ -267,7 +172,7 @@ def test_process_exit_is_reported_and_a_new_node_starts(node: Node) -> None:
     assert node.run("typeof gone").results == ["'undefined'"]
 
 
-def test_empty_code_is_a_no_op(node: Node) -> None:
+def test_empty_code_is_a_no_op(node: KernelDriver) -> None:
     run = node.run("  \n")
     assert run.reply["status"] == "ok"
     assert run.messages == []

@@ -67,21 +67,13 @@ class Pane:
         return len(self.screen().rstrip())
 
 
-@pytest.fixture
-def chat(tiny_model: Path, tmp_path: Path) -> Iterator[tuple[Pane, Path]]:
+def _start_chat(
+    tiny_model: Path, tmp_path: Path, completions: list[str], *flags: str
+) -> tuple[Pane, Path]:
+    """``lmc`` in a fresh tmux server, replaying ``completions``, in its own work dir."""
     work = tmp_path / "work"
     work.mkdir()
-    replay = write_replay(
-        tmp_path / "chat.txt",
-        [
-            _code("open('made.txt', 'w').write('hello')"),
-            _final("You declined, so no file was made."),
-            _code("open('made.txt', 'w').write('hello')\nprint('wrote made.txt')"),
-            _final("Done: made.txt exists."),
-            _code("import time\nprint('sleeping', flush=True)\ntime.sleep(30)"),
-            _final("Got two lines."),
-        ],
-    )
+    replay = write_replay(tmp_path / "chat.txt", completions)
     env = {
         "PYTHONPATH": str(ROOT),
         "XDG_DATA_HOME": str(tmp_path / "data"),
@@ -101,11 +93,29 @@ def chat(tiny_model: Path, tmp_path: Path) -> Iterator[tuple[Pane, Path]]:
             shlex.quote(str(tiny_model)),
             "--replay",
             shlex.quote(str(replay)),
+            *flags,
             "; echo LMC-EXITED rc=$?; sleep 60",
         ]
     )
-    pane = Pane(f"lmc-test-{os.getpid()}", "chat")
+    pane = Pane(f"lmc-test-{os.getpid()}-{tmp_path.name}", "chat")
     pane.tmux("new-session", "-d", "-s", "chat", "-x", "110", "-y", "50", "-c", str(work), command)
+    return pane, work
+
+
+@pytest.fixture
+def chat(tiny_model: Path, tmp_path: Path) -> Iterator[tuple[Pane, Path]]:
+    pane, work = _start_chat(
+        tiny_model,
+        tmp_path,
+        [
+            _code("open('made.txt', 'w').write('hello')"),
+            _final("You declined, so no file was made."),
+            _code("open('made.txt', 'w').write('hello')\nprint('wrote made.txt')"),
+            _final("Done: made.txt exists."),
+            _code("import time\nprint('sleeping', flush=True)\ntime.sleep(30)"),
+            _final("Got two lines."),
+        ],
+    )
     try:
         yield pane, work
     finally:
@@ -192,3 +202,35 @@ def test_chat_confirm_decline_run_interrupt_magic_and_quit(chat: tuple[Pane, Pat
     pane.wait_for(r"^>\s*$", after=mark)
     pane.send("C-d")
     pane.wait_for("LMC-EXITED rc=0", timeout=30)
+
+
+def test_ctrl_c_while_the_model_writes_returns_to_the_prompt_and_keeps_the_partial_answer(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    # A long answer: the tiny model forced through it takes many seconds, so there is time
+    # to press Ctrl-C in the middle of it.
+    words = " ".join(f"w{i}" for i in range(12000))
+    pane, work = _start_chat(tiny_model, tmp_path, [_final(words)], "--context", "32768")
+    try:
+        pane.wait_for(r"^>\s*$", timeout=60)
+        mark = pane.mark()
+        pane.type_line("write a lot")
+        pane.wait_for(r"w200\b", after=mark, timeout=60)
+        started = time.monotonic()
+        pane.send("C-c")
+        pane.wait_for(r"^>\s*$", after=mark, timeout=15)
+        assert time.monotonic() - started < 15
+        assert "w11999" not in pane.screen()[mark:]
+
+        # The partial answer is kept in the history, and the chat still works.
+        pane.type_line("%save saved.json")
+        pane.wait_for(r"saved \d+ messages to saved.json", after=mark)
+        messages = json.loads((work / "saved.json").read_text())
+        answers = [m["content"] for m in messages if m["role"] == "assistant"]
+        assert [m["content"] for m in messages if m["role"] == "user"] == ["write a lot"]
+        assert len(answers) == 1 and answers[0].startswith("w0 w1 w2")
+        assert "w11999" not in answers[0]
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0", timeout=30)
+    finally:
+        pane.tmux("kill-server")

@@ -1,0 +1,256 @@
+"""A child process driven over private pipes: the machinery both wrapper kernels share.
+
+The child runs in its own process group with stdout and stderr on pipes of their own, so an
+interrupt is SIGINT to that group and user output is never mixed with the driving protocol
+(each session adds its own control pipes). A signal arriving on another thread does not wake
+``select()``; Python writes to :attr:`PipeSession.wakeup_fd` for every signal once it is
+passed to ``signal.set_wakeup_fd()``, which does.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+__all__ = [
+    "MAX_OUTPUT_EVENT",
+    "POLL_INTERVAL",
+    "READ_SIZE",
+    "ActiveLine",
+    "Output",
+    "OutputStream",
+    "PipeSession",
+    "children_get_default_sigint",
+]
+
+#: Seconds between liveness checks where the platform has no pidfd (macOS).
+POLL_INTERVAL = 0.2
+READ_SIZE = 65536
+#: Bytes of output one event carries at most, so messages stay small.
+MAX_OUTPUT_EVENT = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Output:
+    """Text the code wrote; ``name`` is ``"stdout"`` or ``"stderr"``."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ActiveLine:
+    """Line ``line`` (1-based) of the code is about to run."""
+
+    line: int
+
+
+@contextlib.contextmanager
+def children_get_default_sigint() -> Iterator[None]:
+    """Let a child started now see SIGINT at its default, not ignored as in the kernel.
+
+    ipykernel ignores SIGINT between requests and an ignored signal stays ignored across
+    exec, so the child and every command it runs would shrug off interrupts (and node's
+    ``breakOnSigint`` would never fire). A Python handler, unlike SIG_IGN, is reset to the
+    default by exec.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class OutputStream:
+    """One output pipe with its own UTF-8 decoder (bad bytes become U+FFFD)."""
+
+    def __init__(self, name: str, fd: int) -> None:
+        self.name = name
+        self.fd = fd
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def read_available(self) -> str:
+        """Everything in the pipe right now, decoded (never blocks)."""
+        parts: list[str] = []
+        size = 0
+        while size < MAX_OUTPUT_EVENT:
+            try:
+                data = os.read(self.fd, READ_SIZE)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            size += len(data)
+            parts.append(self._decoder.decode(data))
+            if len(data) < READ_SIZE:
+                break
+        return "".join(parts)
+
+    def flush(self) -> str:
+        return self._decoder.decode(b"", final=True)
+
+
+class PipeSession:
+    """A child process plus the pipes to drive it. Not thread-safe except :meth:`interrupt`.
+
+    A subclass starts the child with :meth:`_spawn` in its ``start`` and, while a run is
+    followed, sets ``_started`` once the child reports that the user's code began: an
+    interrupt that comes earlier is held until then (:meth:`_begin`).
+    """
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+        self._pidfd: int | None = None
+        self._fds: list[int] = []
+        self._running = False
+        self._started = False
+        self._interrupt_pending = False
+        self._wake_read, self.wakeup_fd = os.pipe()  # for signal.set_wakeup_fd
+        for fd in (self._wake_read, self.wakeup_fd):
+            os.set_blocking(fd, False)
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def _spawn(
+        self,
+        argv: list[str],
+        *,
+        stdin: int | IO[bytes],
+        pass_fds: Sequence[int],
+        env: dict[str, str],
+    ) -> None:
+        """Start ``argv`` in its own process group, stdout and stderr on private pipes.
+
+        The caller owns ``pass_fds`` (it closes its copies of the child's ends).
+        """
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        with children_get_default_sigint():
+            self._process = subprocess.Popen(
+                argv,
+                stdin=stdin,
+                stdout=out_write,
+                stderr=err_write,
+                pass_fds=tuple(pass_fds),
+                env=env,
+                start_new_session=True,  # its own process group: SIGINT goes where we send it
+            )
+        for fd in (out_write, err_write):
+            os.close(fd)
+        self._out = OutputStream("stdout", out_read)
+        self._err = OutputStream("stderr", err_read)
+        self._fds += [out_read, err_read]
+        for fd in (out_read, err_read):
+            os.set_blocking(fd, False)
+        try:
+            self._pidfd = os.pidfd_open(self._process.pid)
+            self._fds.append(self._pidfd)
+        except (AttributeError, OSError):
+            self._pidfd = None
+
+    def close(self) -> None:
+        """Stop the child and everything it started in its process group.
+
+        The session can be started again (:meth:`restart`); the wake-up pipe stays.
+        """
+        process = self._process
+        self._process = None
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds = []
+
+    def restart(self) -> None:
+        self.close()
+        self.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    # -- running ------------------------------------------------------------------------
+
+    def run(self, code: str) -> Iterator[object]:
+        """Run ``code``: :class:`Output`, :class:`ActiveLine` and the session's own events."""
+        raise NotImplementedError
+
+    def interrupt(self) -> None:
+        """Stop the running code (safe from a signal handler); the child and its state stay."""
+        if not self._running:
+            return
+        self._interrupt_pending = True
+        if self._started:
+            self._signal_group()
+
+    def _begin(self) -> None:
+        """A run is about to be sent to the child: no interrupt is held from before."""
+        self._started = False
+        self._interrupt_pending = False
+        self._running = True
+
+    def _code_started(self) -> None:
+        """The child reports the user's code began: deliver an interrupt that came early."""
+        self._started = True
+        if self._interrupt_pending:
+            self._signal_group()
+
+    def _watched(self, control: int) -> list[int]:
+        """The fds a run waits on: ``control`` (the child's reports), output, wake-up, pidfd."""
+        watched = [control, self._out.fd, self._err.fd, self._wake_read]
+        if self._pidfd is not None:
+            watched.append(self._pidfd)
+        return watched
+
+    @property
+    def _select_timeout(self) -> float | None:
+        return None if self._pidfd is not None else POLL_INTERVAL
+
+    def _clear_wakeup(self, ready: list[int]) -> None:
+        if self._wake_read in ready:  # the signal handler has run (or runs now)
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_read, READ_SIZE)
+
+    def _child_ended(self, ready: list[int]) -> bool:
+        return self._pidfd in ready or (self._pidfd is None and not self.alive)
+
+    def _reap(self) -> Generator[Output, None, int]:
+        """Yield the dead child's last output, close the session and return its status."""
+        yield from self._drain_output(final=True)
+        assert self._process is not None
+        status = self._process.wait()
+        self.close()
+        return status
+
+    def _drain_output(self, *, final: bool = False) -> Iterator[Output]:
+        for stream in (self._out, self._err):
+            text = stream.read_available()
+            if final:
+                text += stream.flush()
+            if text:
+                yield Output(stream.name, text)
+
+    def _signal_group(self) -> None:
+        if self._process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._process.pid, signal.SIGINT)

@@ -1,0 +1,114 @@
+"""Helpers for the wrapper-kernel tests: drive a kernel in kernels/ through jupyter_client."""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+
+
+@dataclass
+class Run:
+    """Everything one execute request produced, IOPub messages in arrival order."""
+
+    messages: list[tuple[str, dict[str, Any], float]] = field(default_factory=list)
+    reply: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def events(self) -> list[tuple[str, Any]]:
+        """("line", n) / ("stdout", text) / ("stderr", text) / ("error", ename) /
+        ("result", text) in order."""
+        events: list[tuple[str, Any]] = []
+        for msg_type, content, _ in self.messages:
+            if msg_type == "lmc_active_line":
+                events.append(("line", content["line"]))
+            elif msg_type == "stream":
+                if events and events[-1][0] == content["name"]:
+                    events[-1] = (content["name"], events[-1][1] + content["text"])
+                else:
+                    events.append((content["name"], content["text"]))
+            elif msg_type == "error":
+                events.append(("error", content["ename"]))
+            elif msg_type == "execute_result":
+                events.append(("result", content["data"]["text/plain"]))
+        return events
+
+    def text(self, name: str = "stdout") -> str:
+        return "".join(
+            c["text"] for t, c, _ in self.messages if t == "stream" and c["name"] == name
+        )
+
+    @property
+    def lines(self) -> list[int | None]:
+        return [c["line"] for t, c, _ in self.messages if t == "lmc_active_line"]
+
+    @property
+    def results(self) -> list[str]:
+        return [c["data"]["text/plain"] for t, c, _ in self.messages if t == "execute_result"]
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [c for t, c, _ in self.messages if t == "error"]
+
+
+class KernelDriver:
+    """A started kernel and its client, run one execute request at a time."""
+
+    def __init__(self, manager: KernelManager, client: Any) -> None:
+        self.manager = manager
+        self.client = client
+
+    def run(self, code: str, *, timeout: float = 15, interrupt_after: float | None = None) -> Run:
+        """Execute ``code``; optionally interrupt once it has run ``interrupt_after`` seconds."""
+        run = Run()
+        msg_id = self.client.execute(code)
+        start = time.monotonic()
+        interrupted = False
+        while True:
+            now = time.monotonic()
+            assert now - start < timeout, f"no idle status within {timeout}s: {run.events}"
+            if interrupt_after is not None and not interrupted and now - start >= interrupt_after:
+                self.manager.interrupt_kernel()
+                interrupted = True
+            try:
+                msg = self.client.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            msg_type, content = msg["msg_type"], msg["content"]
+            if msg_type == "status":
+                if content["execution_state"] == "idle":
+                    break
+                continue
+            if msg_type != "execute_input":
+                run.messages.append((msg_type, content, time.monotonic() - start))
+        reply = self.client.get_shell_msg(timeout=timeout)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        run.reply = reply["content"]
+        return run
+
+
+@contextmanager
+def running_kernel(name: str) -> Iterator[KernelDriver]:
+    """Start kernel ``name`` from kernels/ (not the user's Jupyter) and shut it down after."""
+    specs = KernelSpecManager(kernel_dirs=[str(KERNELS)], ensure_native_kernel=False)
+    manager = KernelManager(kernel_name=name, kernel_spec_manager=specs)
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        yield KernelDriver(manager, client)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
