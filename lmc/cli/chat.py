@@ -8,12 +8,9 @@ from typing import Any
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import (
     Output,
-    make_interpreter,
-    make_output,
+    open_session,
     report,
-    resolve_resume,
     run_turn,
-    settings_for,
 )
 from lmc.config import Settings, data_dir
 from lmc.errors import LmcError
@@ -77,21 +74,20 @@ def _json_chat(interpreter: Any, output: Output, confirmer: Confirmer, settings:
 
 def chat(options: SharedOptions) -> int:
     """Run the chat until Ctrl-D; return the exit status."""
-    verbose = options.verbose
+    session = open_session(options)
+    if isinstance(session, int):
+        return session
     try:
-        settings = settings_for(options)
-        verbose = settings.verbose
-        output = make_output(options, settings)
-        conversation_id = resolve_resume(options.resume, settings.db_path)
-        interpreter = make_interpreter(settings, conversation_id)
+        return _chat(
+            session.interpreter,
+            session.output,
+            session.settings,
+            resumed=session.conversation_id is not None,
+        )
     except LmcError as exc:
-        return report(exc, verbose=verbose)
-    try:
-        return _chat(interpreter, output, settings, resumed=conversation_id is not None)
-    except LmcError as exc:
-        return report(exc, verbose=verbose)
+        return report(exc, verbose=session.settings.verbose)
     finally:
-        interpreter.close()
+        session.interpreter.close()
 
 
 def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool) -> int:

@@ -10,12 +10,9 @@ from lmc.cli.session import (
     EXIT_INTERRUPTED,
     EXIT_NO_ANSWER,
     EXIT_USAGE,
-    make_interpreter,
-    make_output,
+    open_session,
     report,
-    resolve_resume,
     run_turn,
-    settings_for,
 )
 from lmc.errors import LmcError
 from lmc.terminal.confirm import Confirmer
@@ -45,15 +42,11 @@ def run_once(prompt: str | None, options: SharedOptions) -> int:
     if not text.strip():
         _stderr("error: the prompt is empty")
         return EXIT_USAGE
-    verbose = options.verbose
-    try:
-        settings = settings_for(options)
-        verbose = settings.verbose
-        output = make_output(options, settings)
-        conversation_id = resolve_resume(options.resume, settings.db_path)
-        interpreter = make_interpreter(settings, conversation_id)
-    except LmcError as exc:
-        return report(exc, verbose=verbose)
+    session = open_session(options)
+    if isinstance(session, int):
+        return session
+    settings, output, interpreter = session.settings, session.output, session.interpreter
+    verbose = settings.verbose
     try:
         ask = stdin_asker(output) if prompt not in (None, "-") else None
         confirmer = Confirmer(

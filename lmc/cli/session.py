@@ -25,9 +25,11 @@ __all__ = [
     "EXIT_NO_ANSWER",
     "EXIT_USAGE",
     "Output",
+    "Session",
     "Turn",
     "make_interpreter",
     "make_output",
+    "open_session",
     "report",
     "resolve_resume",
     "run_turn",
@@ -174,6 +176,31 @@ def make_interpreter(settings: Settings, conversation_id: str | None = None) -> 
         db_path=settings.db_path,
         instructions=settings.instructions,
     )
+
+
+@dataclass(frozen=True)
+class Session:
+    """What every command that talks to the model needs, built from the same settings."""
+
+    settings: Settings
+    output: Output
+    interpreter: Any
+    conversation_id: str | None
+
+
+def open_session(options: SharedOptions) -> Session | int:
+    """Settings, output and interpreter for a command; or, when they cannot be had, the exit
+    status after reporting why in one line (verbose as the settings say, once they are read)."""
+    verbose = options.verbose
+    try:
+        settings = settings_for(options)
+        verbose = settings.verbose
+        output = make_output(options, settings)
+        conversation_id = resolve_resume(options.resume, settings.db_path)
+        interpreter = make_interpreter(settings, conversation_id)
+    except LmcError as exc:
+        return report(exc, verbose=verbose)
+    return Session(settings, output, interpreter, conversation_id)
 
 
 @dataclass
