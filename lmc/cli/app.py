@@ -147,6 +147,15 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
         str | None,
         typer.Argument(help="What to ask. '-' or absent with piped input: read standard input."),
     ] = None,
+    audio: Annotated[
+        str | None,
+        typer.Option(
+            "--audio",
+            metavar="FILE.wav",
+            help="Ask with speech: a WAV file ('-': standard input), transcribed locally.",
+            show_default=False,
+        ),
+    ] = None,
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
     replay: ReplayOpt = None,
@@ -163,15 +172,6 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
     stt_model: SttModelOpt = None,
-    audio: Annotated[
-        str | None,
-        typer.Option(
-            "--audio",
-            metavar="FILE.wav",
-            help="Ask with speech: a WAV file ('-': standard input), transcribed locally.",
-            show_default=False,
-        ),
-    ] = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
     options = _shared(
