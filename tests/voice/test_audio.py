@@ -135,3 +135,14 @@ def test_base64_content_and_data_urls() -> None:
         wav_from_base64("this is not base64!")
     with pytest.raises(VoiceError, match="not a WAV file"):
         wav_from_base64(base64.b64encode(b"plain text, not sound").decode())
+
+
+def test_a_streamed_wav_with_unknown_length_decodes_to_its_end() -> None:
+    """``espeak-ng --stdout`` and recorders writing to a pipe put a huge placeholder in the
+    RIFF and data sizes; the samples end where the bytes do."""
+    wav = bytearray(pcm_wav(tone(440, SAMPLE_RATE), SAMPLE_RATE))
+    assert wav[36:40] == b"data"
+    wav[4:8] = (0x7FFFF000).to_bytes(4, "little")
+    wav[40:44] = (0x7FFFF000).to_bytes(4, "little")
+    samples = decode_wav(bytes(wav))
+    assert np.allclose(samples, tone(440, SAMPLE_RATE), atol=2 / 32767)
