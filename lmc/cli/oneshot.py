@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import sys
 from pathlib import Path
 
@@ -38,7 +37,7 @@ def _read_prompt(prompt: str | None) -> str | None:
 
 def _read_audio(audio: str) -> Message | int:
     """The LMC audio message for ``--audio FILE`` ('-': stdin), checked to be WAV."""
-    from lmc.voice import check_wav
+    from lmc.voice import audio_message
 
     try:
         data = sys.stdin.buffer.read() if audio == "-" else Path(audio).expanduser().read_bytes()
@@ -46,12 +45,10 @@ def _read_audio(audio: str) -> Message | int:
         _stderr(f"error: cannot read the audio file {audio}: {exc.strerror or exc}")
         return EXIT_USAGE
     try:
-        check_wav(data)
+        return audio_message(data)
     except LmcError as exc:
         _stderr(f"error: {audio}: {exc}")
         return EXIT_USAGE
-    content = base64.b64encode(data).decode("ascii")
-    return {"role": "user", "type": "audio", "format": "wav", "content": content}
 
 
 def _message(prompt: str | None, audio: str | None) -> Message | str | int:

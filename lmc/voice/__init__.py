@@ -4,7 +4,7 @@ Nothing heavy is imported here: numpy and faster_whisper are imported when audio
 or a model is loaded. Install the extra with ``pip install "lmc[voice]"``.
 """
 
-from lmc.voice.audio import SAMPLE_RATE, check_wav, decode_wav, wav_from_base64
+from lmc.voice.audio import SAMPLE_RATE, audio_message, check_wav, decode_wav, wav_from_base64
 from lmc.voice.resolve import DEFAULT_STT_MODEL, NO_STT_MODEL_HINT, resolve_stt_model
 from lmc.voice.transcribe import load_speech_model, transcribe_wav
 
@@ -12,6 +12,7 @@ __all__ = [
     "DEFAULT_STT_MODEL",
     "NO_STT_MODEL_HINT",
     "SAMPLE_RATE",
+    "audio_message",
     "check_wav",
     "decode_wav",
     "load_speech_model",

@@ -3,8 +3,8 @@
 The LMC ``audio`` message carries WAV (format ``wav``) as base64. Anything that is not WAV
 is refused here in one line, before any model is loaded. Integer PCM (the WAV that
 recorders, browsers' encoders and espeak-ng write) is decoded with the standard library's
-``wave`` and numpy; other WAV encodings (float, WAVE_FORMAT_EXTENSIBLE on Python < 3.12)
-go through faster-whisper's own decoder (PyAV/FFmpeg).
+``wave`` and numpy; other WAV encodings (float, WAVE_FORMAT_EXTENSIBLE on Python < 3.12,
+RF64) go through faster-whisper's own decoder (PyAV/FFmpeg).
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import struct
 import wave
 from typing import TYPE_CHECKING, Any, Final
 
 from lmc.errors import VoiceError
+from lmc.messages import Message
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 
     Samples = npt.NDArray[np.float32]
 
-__all__ = ["SAMPLE_RATE", "check_wav", "decode_wav", "resample", "wav_from_base64"]
+__all__ = ["SAMPLE_RATE", "audio_message", "check_wav", "decode_wav", "resample", "wav_from_base64"]
 
 #: What Whisper models are trained on.
 SAMPLE_RATE: Final = 16_000
@@ -39,6 +41,14 @@ _OTHER_FORMATS: Final = (
     (b"FORM", "AIFF"),
     (b"#!AMR", "AMR"),
 )
+
+
+def audio_message(wav: bytes) -> Message:
+    """The LMC audio message (``{"role": "user", "type": "audio", "format": "wav", ...}``)
+    that carries the WAV file ``wav``, checked first: what ``Interpreter.chat`` hears."""
+    check_wav(wav)
+    content = base64.b64encode(wav).decode("ascii")
+    return {"role": "user", "type": "audio", "format": "wav", "content": content}
 
 
 def wav_from_base64(content: str) -> bytes:
@@ -72,6 +82,8 @@ def check_wav(data: bytes) -> None:
 def decode_wav(data: bytes) -> Samples:
     """16 kHz mono float32 samples of the WAV file ``data``; VoiceError for bad or empty audio."""
     check_wav(data)
+    if data.startswith(b"RF64"):  # 64-bit sizes: not for the standard library's wave
+        return _decode_with_ffmpeg(data)
     try:
         with wave.open(io.BytesIO(data), "rb") as reader:
             channels = reader.getnchannels()
@@ -82,6 +94,8 @@ def decode_wav(data: bytes) -> Samples:
         if "unknown format" in str(exc):  # not integer PCM: let FFmpeg read it
             return _decode_with_ffmpeg(data)
         raise VoiceError(f"the WAV audio is malformed: {exc}") from exc
+    except (RuntimeError, struct.error) as exc:  # wave's chunk reader on inconsistent sizes
+        raise VoiceError("the WAV audio is malformed: its chunk sizes are inconsistent") from exc
     except EOFError as exc:
         raise VoiceError("the WAV audio is truncated: its header is incomplete") from exc
     if channels < 1 or rate < 1 or width not in (1, 2, 3, 4):

@@ -9,9 +9,19 @@ import wave
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lmc.errors import VoiceError
-from lmc.voice.audio import SAMPLE_RATE, check_wav, decode_wav, resample, wav_from_base64
+from lmc.messages import validate_message
+from lmc.voice.audio import (
+    SAMPLE_RATE,
+    audio_message,
+    check_wav,
+    decode_wav,
+    resample,
+    wav_from_base64,
+)
 
 
 def pcm_wav(samples: np.ndarray, rate: int, width: int = 2, channels: int = 1) -> bytes:
@@ -126,6 +136,20 @@ def test_a_truncated_wav_is_refused_or_read_as_far_as_it_goes() -> None:
     assert 0 < len(half) < SAMPLE_RATE
 
 
+def test_audio_message_is_the_lmc_audio_message_chat_takes() -> None:
+    wav = pcm_wav(tone(440, SAMPLE_RATE), SAMPLE_RATE)
+    message = audio_message(wav)
+    assert validate_message(message) == message
+    assert {k: v for k, v in message.items() if k != "content"} == {
+        "role": "user",
+        "type": "audio",
+        "format": "wav",
+    }
+    assert wav_from_base64(message["content"]) == wav
+    with pytest.raises(VoiceError, match="the audio is Ogg, not WAV"):
+        audio_message(b"OggS" + bytes(40))
+
+
 def test_base64_content_and_data_urls() -> None:
     wav = pcm_wav(tone(440, SAMPLE_RATE), SAMPLE_RATE)
     encoded = base64.b64encode(wav).decode()
@@ -146,3 +170,28 @@ def test_a_streamed_wav_with_unknown_length_decodes_to_its_end() -> None:
     wav[40:44] = (0x7FFFF000).to_bytes(4, "little")
     samples = decode_wav(bytes(wav))
     assert np.allclose(samples, tone(440, SAMPLE_RATE), atol=2 / 32767)
+
+
+_HEADER = pcm_wav(tone(440, SAMPLE_RATE, seconds=0.01), SAMPLE_RATE)
+
+
+@given(
+    st.one_of(
+        st.binary(max_size=200).map(lambda tail: b"RIFF\x00\x00\x00\x00WAVE" + tail),
+        st.lists(st.tuples(st.integers(4, 70), st.integers(0, 255)), max_size=8).map(
+            lambda edits: bytes(
+                _HEADER[i] if all(i != at for at, _ in edits) else dict(edits)[i]
+                for i in range(len(_HEADER))
+            )
+        ),
+        st.integers(0, len(_HEADER)).map(lambda n: _HEADER[:n]),
+    )
+)
+def test_any_broken_wav_is_samples_or_a_voice_error(data: bytes) -> None:
+    """Whatever the bytes, the person gets samples or one line: never another exception."""
+    try:
+        samples = decode_wav(data)
+    except VoiceError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert samples.dtype == np.float32 and samples.ndim == 1 and samples.size > 0
