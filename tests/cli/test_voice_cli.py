@@ -164,3 +164,17 @@ def test_help_imports_no_speech_library() -> None:
     )
     assert "--audio FILE.wav" in result.stdout and "--stt-model MODEL" in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_doctor_says_which_speech_model_would_hear(
+    lmc_env: dict[str, str], tiny_model: Path, whisper_model_dir: Path, tmp_path: Path
+) -> None:
+    env = {**lmc_env, "HF_HOME": str(tmp_path / "hf-home")}
+    default = _run(env, "doctor", "-m", str(tiny_model))
+    assert default.exit_code == 0, default.stdout
+    assert "✓ stt model    hf:Systran/faster-whisper-base (fetched on first use)" in default.stdout
+    chosen = _run({**env, "LMC_STT_MODEL": str(whisper_model_dir)}, "doctor", "-m", str(tiny_model))
+    assert f"✓ stt model    {whisper_model_dir}\n" in chosen.stdout
+    missing = _run({**env, "LMC_STT_MODEL": str(tmp_path)}, "doctor", "-m", str(tiny_model))
+    assert missing.exit_code == 0  # voice is optional: it informs, it does not fail the check
+    assert f"✗ stt model    {tmp_path} (no model.bin there)" in missing.stdout
