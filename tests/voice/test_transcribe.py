@@ -119,3 +119,26 @@ def test_the_speech_model_can_be_loaded_ahead_of_the_first_audio(whisper_model_d
     assert load_speech_model(str(whisper_model_dir)) == whisper_model_dir
     model = load_whisper(whisper_model_dir)
     assert load_whisper(whisper_model_dir) is model  # kept for the process
+
+
+def test_two_threads_hear_two_sentences_at_once_with_one_model(
+    question_wav: bytes, giraffe_wav: bytes, whisper_model_dir: Path
+) -> None:
+    """What a server with two talking clients does: each gets its own words back."""
+    heard: dict[str, str] = {}
+    start = threading.Barrier(2)
+
+    def hear(name: str, wav: bytes) -> None:
+        start.wait()
+        heard[name] = transcribe_wav(wav, str(whisper_model_dir))
+
+    threads = [
+        threading.Thread(target=hear, args=("question", question_wav)),
+        threading.Thread(target=hear, args=("giraffe", giraffe_wav)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert "17" in heard["question"] and "25" in heard["question"], heard
+    assert "giraffe" in heard["giraffe"].lower() and "25" not in heard["giraffe"], heard
