@@ -101,6 +101,8 @@ class _Server:
             self._ready = loop.create_future()
             self._stop = asyncio.Event()
             self._task = loop.create_task(self._connect(self._ready, self._stop))
+            # A failure nobody waits for any more (a start that timed out) is not an error.
+            self._ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         assert self._ready is not None
         return self._ready
 
@@ -108,10 +110,10 @@ class _Server:
         """The session, starting the server if needed; raises :class:`McpServerError`."""
         ready = self.begin()
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.config.timeout)
+            await asyncio.wait_for(asyncio.shield(ready), self.config.start_within)
         except TimeoutError:
             await self.stop()
-            self.error = f"did not start within {self.config.timeout:g} s"
+            self.error = f"did not start within {self.config.start_within:g} s"
             raise McpServerError(self._line(self.error)) from None
         except McpServerError:
             raise
@@ -237,9 +239,13 @@ class _Server:
             ) from None
         except MCPError as exc:
             if self.session is not session or exc.code == _CONNECTION_CLOSED:
+                detail = exc.message
+                stderr = self._last_stderr_line()
+                if stderr:
+                    detail += f"; its last message: {stderr}"
                 await self.stop()
                 raise McpServerError(
-                    self._line(f"stopped during the call ({exc.message}): it restarts on next use")
+                    self._line(f"stopped during the call ({detail}): it restarts on next use")
                 ) from None
             raise McpServerError(self._line(f"refused the call: {exc.message}")) from None
         except asyncio.CancelledError:
@@ -307,13 +313,13 @@ class McpManager:
         for name, server in self._servers.items():
             future = self._starting[name]
             try:
-                future.result(timeout=server.config.timeout + _STOP_WAIT)
+                future.result(timeout=server.config.start_within + _STOP_WAIT)
             except McpServerError as exc:
                 statuses.append(ServerStatus(server.config, False, error=str(exc)))
                 continue
             except FutureTimeout:
                 future.cancel()
-                line = f"MCP server {name!r} did not start within {server.config.timeout:g} s"
+                line = f"MCP server {name!r} did not start within {server.config.start_within:g} s"
                 statuses.append(ServerStatus(server.config, False, error=line))
                 continue
             statuses.append(ServerStatus(server.config, True, server.tools))

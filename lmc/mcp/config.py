@@ -3,7 +3,7 @@
 A server is started either as a subprocess speaking MCP on stdio (``command``, ``args``,
 ``env``, ``cwd``) or reached over streamable HTTP (``url``, ``headers``). ``tools`` keeps
 only the tools named; ``auto_approve`` names the tools that run without asking; ``timeout``
-bounds the start and every call, in seconds. Every mistake is one :class:`ConfigError` line.
+bounds every call, in seconds, and the start too unless ``startup_timeout`` is given. Every mistake is one :class:`ConfigError` line.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ _KEYS: Final = (
     "tools",
     "auto_approve",
     "timeout",
+    "startup_timeout",
 )
 
 
@@ -48,6 +49,12 @@ class McpServerConfig:
     tools: tuple[str, ...] | None = None  # None: every tool the server offers
     auto_approve: tuple[str, ...] = ()
     timeout: float = DEFAULT_TIMEOUT
+    startup_timeout: float | None = None  # None: timeout
+
+    @property
+    def start_within(self) -> float:
+        """Seconds the server has to start and list its tools."""
+        return self.timeout if self.startup_timeout is None else self.startup_timeout
 
     @property
     def transport(self) -> str:
@@ -115,11 +122,12 @@ def parse_server(name: str, table: object, origin: str = "config") -> McpServerC
         raise ConfigError(f"{where}: args, env and cwd are for stdio servers (with command)")
     if "command" in values and "headers" in table:
         raise ConfigError(f"{where}: headers are for HTTP servers (with url)")
-    if "timeout" in table:
-        timeout = table["timeout"]
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise ConfigError(f"{where}: timeout must be a positive number of seconds")
-        values["timeout"] = float(timeout)
+    for key in ("timeout", "startup_timeout"):
+        if key in table:
+            seconds = table[key]
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+                raise ConfigError(f"{where}: {key} must be a positive number of seconds")
+            values[key] = float(seconds)
     return McpServerConfig(name=name, **values)
 
 
