@@ -6,6 +6,9 @@ run here. A stdio server serves exactly one client session, so the session's ker
 process's kernels: state is kept between calls of one client and never shared with another.
 The :class:`~lmc.computer.Computer` comes from the caller (the CLI builds it the way ``lmc
 run`` does, sandbox included) and is created on the first call.
+
+Only ``lmc mcp serve`` imports this module, so it imports the SDK at once (the SDK reads the
+tools' annotations, which must resolve in this module).
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ImageContent, TextContent
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
-    from mcp.server.mcpserver import MCPServer
-    from mcp.types import CallToolResult
 
     from lmc.messages import Chunk
 
@@ -55,8 +59,6 @@ class _Kernels:
         return self._computer
 
     def run(self, language: str, code: str) -> CallToolResult:
-        from mcp.types import CallToolResult, ImageContent, TextContent
-
         from lmc.computer.languages import resolve_language
 
         if resolve_language(language) is None:
