@@ -3,7 +3,8 @@
 A server is started either as a subprocess speaking MCP on stdio (``command``, ``args``,
 ``env``, ``cwd``) or reached over streamable HTTP (``url``, ``headers``). ``tools`` keeps
 only the tools named; ``auto_approve`` names the tools that run without asking; ``timeout``
-bounds every call, in seconds, and the start too unless ``startup_timeout`` is given. Every mistake is one :class:`ConfigError` line.
+bounds every call, in seconds, and the start too unless ``startup_timeout`` is given. Every
+mistake is one :class:`ConfigError` line.
 """
 
 from __future__ import annotations

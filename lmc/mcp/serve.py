@@ -116,9 +116,6 @@ def _languages_text() -> str:
 
 def build_server(make_computer: Callable[[], _Runs]) -> tuple[MCPServer, _Kernels]:
     """The MCP server and the kernels it runs code in (close them when it ends)."""
-    import anyio
-    from mcp.server.mcpserver import MCPServer
-
     kernels = _Kernels(make_computer)
     server: MCPServer = MCPServer(
         "lmc",

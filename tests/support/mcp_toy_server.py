@@ -1,7 +1,8 @@
 """A real MCP server written with the official SDK, for the tests: ``python mcp_toy_server.py``.
 
-``python mcp_toy_server.py`` serves on stdio; ``python mcp_toy_server.py http PORT`` serves streamable
-HTTP on 127.0.0.1:PORT (uvicorn); ``python mcp_toy_server.py broken`` fails before it serves.
+``python mcp_toy_server.py`` serves on stdio; ``python mcp_toy_server.py http PORT`` serves
+streamable HTTP on 127.0.0.1:PORT (uvicorn); ``python mcp_toy_server.py broken`` fails before
+it serves.
 Its tools cover what lmc must handle: text, numbers with a schema, an image, a tool error, a
 slow tool, a crash in the middle of a call, and state kept between calls.
 """
