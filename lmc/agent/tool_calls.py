@@ -112,8 +112,8 @@ def run_tool_call(
             entry.message["content"] = text
             loop._replace_hook(call.entry, entry)
     output = _RunOutput(loop.settings.output_limit, loop.settings.history_output_limit)
-    yield {"role": "computer", "type": "console", "start": True}
     try:
+        yield {"role": "computer", "type": "console", "start": True}
         chunks = tools.call(tool, arguments, loop._cancel)
     except BaseException:
         # Ctrl-C or the consumer closing the stream: the call was cancelled.
