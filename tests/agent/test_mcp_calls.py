@@ -54,6 +54,9 @@ def kinds(chunks: list[Chunk]) -> list[tuple[Any, ...]]:
     return out
 
 
+ARGS = '{"a": 2, "b": 3}'
+
+
 def test_the_model_sees_the_tools_and_a_confirmed_call_streams_like_code(
     make_interpreter: MakeInterpreter,
 ) -> None:
@@ -292,7 +295,8 @@ def test_cancel_stops_a_running_call(make_interpreter: MakeInterpreter) -> None:
         mcp_servers={"toy": toy_stdio()},
         auto_run=True,
     )
-    interpreter.tools.descriptions()  # started before the turn  # type: ignore[union-attr]
+    assert interpreter.tools is not None
+    interpreter.tools.descriptions()  # started before the turn
     chunks: list[Chunk] = []
     for chunk in interpreter.chat("wait", stream=True, display=False):
         chunks.append(chunk)
@@ -310,9 +314,10 @@ def test_ctrl_c_during_a_call_cancels_it_and_keeps_the_history(
         mcp_servers={"toy": toy_stdio()},
         auto_run=True,
     )
-    interpreter.tools.descriptions()  # started before the turn  # type: ignore[union-attr]
+    assert interpreter.tools is not None
+    interpreter.tools.descriptions()  # started before the turn
     stream = interpreter.chat("wait", stream=True, display=False)
-    with pytest.raises(KeyboardInterrupt):  # noqa: PT012 - the stream is consumed in the block
+    with pytest.raises(KeyboardInterrupt):
         for chunk in stream:
             if chunk.get("start") and chunk["type"] == "console":
                 # Ctrl-C as a person presses it: SIGINT while the call is waited for.
