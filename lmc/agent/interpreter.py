@@ -149,7 +149,11 @@ class Interpreter:
     # -- the pieces, created when first needed ------------------------------------------------
 
     def load(self) -> None:
-        """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner."""
+        """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner.
+
+        MCP servers start in the background meanwhile."""
+        if self.tools is not None:
+            self.tools.start()
         self._get_backend()
 
     def _get_backend(self) -> Backend:

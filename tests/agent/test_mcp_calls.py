@@ -339,3 +339,40 @@ def test_a_streamable_http_server(make_interpreter: MakeInterpreter) -> None:
         interpreter.close()
     assert outputs(chunks) == "20 + 22 = 42\n"
     assert "type web__add = (_: {" in backend.prompts[0]
+
+
+# -- the history, without a model --------------------------------------------------------------
+
+
+def test_tool_calls_from_lmc_json_are_written_as_harmony_calls_and_results() -> None:
+    from lmc.agent.history import derive_harmony
+
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "type": "message", "content": "bugs?"},
+        {"role": "assistant", "type": "message", "content": "Searching."},
+        {"role": "assistant", "type": "tool_call", "format": "issues.search", "content": "{}"},
+        {"role": "computer", "type": "console", "format": "output", "content": "#12\n"},
+        {"role": "assistant", "type": "message", "content": "One."},
+    ]
+    harmony = derive_harmony(messages)
+    assert harmony[1] == "<|start|>assistant<|channel|>commentary<|message|>Searching.<|end|>"
+    assert harmony[2] == (
+        "<|start|>assistant to=functions.issues__search<|channel|>commentary <|constrain|>json"
+        "<|message|>{}<|call|>"
+    )
+    assert harmony[3] == result_header("issues__search") + "#12\n<|end|>"
+    assert harmony[4] == "<|start|>assistant<|channel|>final<|message|>One.<|end|>"
+
+
+def test_a_tool_call_left_without_a_result_is_closed_on_resume() -> None:
+    from lmc.agent.history import CUT_OFF, Entry, result_for_dangling_call
+
+    call = tool_call("issues__search", "{}")
+    entry = Entry(
+        {"role": "assistant", "type": "tool_call", "format": "issues.search", "content": "{}"},
+        "<|start|>assistant" + call,
+    )
+    note = result_for_dangling_call([entry])
+    assert note is not None
+    assert note.message["content"] == CUT_OFF + "\n"
+    assert note.harmony == result_header("issues__search") + CUT_OFF + "<|end|>"
