@@ -391,6 +391,8 @@ class Interpreter:
     def cancel(self) -> None:
         """Stop the model (or the running code) from another thread; the turn ends quietly."""
         self._cancel.set()
+        if self.tools is not None:
+            self.tools.cancel()
         if self._loop.running and self._computer is not None:
             self._computer.interrupt()
 

@@ -11,7 +11,6 @@ The agent knows tools only through :class:`ExternalTools`; :mod:`lmc.mcp.tools` 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -26,6 +25,13 @@ __all__ = ["TOOL_DECLINED", "ExternalTool", "ExternalTools", "run_tool_call"]
 
 #: What the model is told when the person declines a tool call.
 TOOL_DECLINED: Final = "The user declined this tool call."
+
+_CANCELLED: Final[Chunk] = {
+    "role": "computer",
+    "type": "console",
+    "format": "output",
+    "content": "[cancelled]\n",
+}
 
 
 class ExternalTool(Protocol):
@@ -59,8 +65,12 @@ class ExternalTools(Protocol):
         """The call's arguments (``tool`` is what ``find`` returned); raises ValueError whose
         ``str()`` is exactly what the model is told."""
 
-    def call(self, tool: Any, arguments: dict[str, Any], cancel: threading.Event) -> list[Chunk]:
-        """Call it; the result (or the failure) as computer content chunks."""
+    def call(self, tool: Any, arguments: dict[str, Any]) -> list[Chunk]:
+        """Call it; the result (or the failure, or a cancellation) as computer content chunks.
+        A ``KeyboardInterrupt`` while it waits cancels the call and goes on."""
+
+    def cancel(self) -> None:
+        """Cancel the calls in progress (from another thread: Interpreter.cancel)."""
 
 
 def _edit_note(arguments: str) -> str:
@@ -114,7 +124,10 @@ def run_tool_call(
     output = _RunOutput(loop.settings.output_limit, loop.settings.history_output_limit)
     try:
         yield {"role": "computer", "type": "console", "start": True}
-        chunks = tools.call(tool, arguments, loop._cancel)
+        if loop._cancel.is_set():  # Interpreter.cancel() came before the call began
+            chunks: list[Chunk] = [dict(_CANCELLED)]
+        else:
+            chunks = tools.call(tool, arguments)
     except BaseException:
         # Ctrl-C or the consumer closing the stream: the call was cancelled.
         output.note("[interrupted]\n")

@@ -19,7 +19,7 @@ import contextlib
 import tempfile
 import threading
 from collections.abc import Mapping
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["McpManager", "McpServerError", "ServerStatus", "ToolInfo"]
 
-#: How often a waiting call looks at the cancel event (Ctrl-C, Interpreter.cancel()).
-_POLL = 0.1
 #: The most a stop waits for a server to exit (the SDK kills it after its own grace period).
 _STOP_WAIT = 10.0
 
@@ -282,6 +280,7 @@ class McpManager:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._starting: dict[str, Future[None]] = {}
+        self._calls: set[Future[Any]] = set()
 
     # -- the loop thread ---------------------------------------------------------------------
 
@@ -327,32 +326,39 @@ class McpManager:
 
     # -- calling -----------------------------------------------------------------------------
 
-    def call(
-        self,
-        server: str,
-        tool: str,
-        arguments: dict[str, Any],
-        cancel: threading.Event | None = None,
-    ) -> CallToolResult:
+    def call(self, server: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
         """Call a tool and wait for its result; raises :class:`McpServerError` (one line).
 
-        A ``KeyboardInterrupt`` while waiting, or ``cancel`` being set, cancels the call (the
-        SDK tells the server) and the ``KeyboardInterrupt`` goes on; a cancel returns None's
-        sibling: :class:`McpServerError` saying it was cancelled.
+        A ``KeyboardInterrupt`` while waiting cancels the call (the SDK tells the server) and
+        goes on; :meth:`cancel_calls` from another thread ends the wait with an
+        :class:`McpServerError` saying the call was cancelled.
         """
         target = self._servers[server]
         future: Future[CallToolResult] = self._run(target.call(tool, arguments))
+        with self._lock:
+            self._calls.add(future)
         try:
-            while True:
-                try:
-                    return future.result(timeout=_POLL)
-                except FutureTimeout:
-                    if cancel is not None and cancel.is_set():
-                        future.cancel()
-                        raise McpServerError(f"the call to {server}.{tool} was cancelled") from None
+            return future.result()  # a lock wait: Ctrl-C interrupts it
+        except CancelledError:
+            raise McpServerError(f"the call to {server}.{tool} was cancelled") from None
         except BaseException:
             future.cancel()
             raise
+        finally:
+            with self._lock:
+                self._calls.discard(future)
+
+    @property
+    def calls_in_flight(self) -> int:
+        with self._lock:
+            return len(self._calls)
+
+    def cancel_calls(self) -> None:
+        """Cancel the calls in progress (safe from any thread)."""
+        with self._lock:
+            calls = list(self._calls)
+        for future in calls:
+            future.cancel()
 
     def close(self) -> None:
         """Stop every server and the loop thread."""

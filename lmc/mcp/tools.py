@@ -215,14 +215,15 @@ class McpTools:
                 )
         return arguments
 
-    def call(
-        self, tool: McpTool, arguments: dict[str, Any], cancel: threading.Event
-    ) -> list[Chunk]:
+    def call(self, tool: McpTool, arguments: dict[str, Any]) -> list[Chunk]:
         try:
-            result = self.manager.call(tool.server, tool.name, arguments, cancel)
+            result = self.manager.call(tool.server, tool.name, arguments)
         except McpServerError as exc:
             return _failure(str(exc))
         return result_chunks(result)
+
+    def cancel(self) -> None:
+        self.manager.cancel_calls()
 
     def close(self) -> None:
         self.manager.close()

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 from typing import Any
 
 import pytest
 from conftest import MakeInterpreter
-from support.mcp_servers import toy_http, toy_stdio
+from support.mcp_servers import cancel_when_in_flight, toy_http, toy_stdio
 
 from lmc.agent.storage import ConversationStore
 from lmc.agent.tool_calls import TOOL_DECLINED
@@ -296,12 +295,9 @@ def test_cancel_stops_a_running_call(make_interpreter: MakeInterpreter) -> None:
         auto_run=True,
     )
     assert interpreter.tools is not None
-    interpreter.tools.descriptions()  # started before the turn
-    chunks: list[Chunk] = []
-    for chunk in interpreter.chat("wait", stream=True, display=False):
-        chunks.append(chunk)
-        if chunk["type"] == "confirmation":
-            threading.Timer(1.0, interpreter.cancel).start()
+    watcher = cancel_when_in_flight(interpreter.tools.manager, interpreter.cancel)
+    chunks = list(interpreter.chat("wait", stream=True, display=False))
+    watcher.join()
     assert outputs(chunks) == "the call to toy.slow was cancelled\n"
     assert interpreter.messages[-1]["content"] == "the call to toy.slow was cancelled\n"
 
@@ -315,13 +311,13 @@ def test_ctrl_c_during_a_call_cancels_it_and_keeps_the_history(
         auto_run=True,
     )
     assert interpreter.tools is not None
-    interpreter.tools.descriptions()  # started before the turn
-    stream = interpreter.chat("wait", stream=True, display=False)
+    # Ctrl-C as a person presses it: SIGINT while the call is waited for.
+    watcher = cancel_when_in_flight(
+        interpreter.tools.manager, lambda: os.kill(os.getpid(), signal.SIGINT)
+    )
     with pytest.raises(KeyboardInterrupt):
-        for chunk in stream:
-            if chunk.get("start") and chunk["type"] == "console":
-                # Ctrl-C as a person presses it: SIGINT while the call is waited for.
-                threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+        list(interpreter.chat("wait", stream=True, display=False))
+    watcher.join()
     assert interpreter.messages[-1]["content"] == "[interrupted]\n"
     answer = interpreter.chat("ok", display=False)
     assert answer[-1]["content"] == "Stopped, as you asked."

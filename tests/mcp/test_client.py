@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from support.mcp_servers import toy_stdio
+from support.mcp_servers import cancel_when_in_flight, toy_stdio
 
 from lmc.mcp.config import parse_server
 from lmc.mcp.tools import McpTools
@@ -43,26 +42,23 @@ def test_lists_the_tools_with_descriptions_and_schemas(toy: McpTools) -> None:
 
 
 def test_calls_keep_the_servers_state_and_map_text_images_and_errors(toy: McpTools) -> None:
-    never = threading.Event()
     add = toy.find("toy__add")
     assert add is not None and add.format == "toy.add"
-    assert toy.call(add, {"a": 2, "b": 3}, never) == [
+    assert toy.call(add, {"a": 2, "b": 3}) == [
         {"role": "computer", "type": "console", "format": "output", "content": "2 + 3 = 5\n"}
     ]
     remember = toy.find("toy__remember")
     assert remember is not None
-    toy.call(remember, {"note": "milk"}, never)
-    assert _text(toy.call(remember, {"note": "eggs"}, never)) == (
-        "remembered 2 note(s): milk, eggs\n"
-    )
+    toy.call(remember, {"note": "milk"})
+    assert _text(toy.call(remember, {"note": "eggs"})) == ("remembered 2 note(s): milk, eggs\n")
     dot = toy.find("toy__red_dot")
     assert dot is not None
-    [image] = toy.call(dot, {}, never)
+    [image] = toy.call(dot, {})
     assert image["type"] == "image" and image["format"] == "base64.png"
     assert str(image["content"]).startswith("iVBORw0KGgo")
     fail = toy.find("toy__fail")
     assert fail is not None
-    assert _text(toy.call(fail, {"message": "no such issue"}, never)) == (
+    assert _text(toy.call(fail, {"message": "no such issue"})) == (
         "The tool reported an error:\nError executing tool fail: no such issue\n"
     )
 
@@ -85,53 +81,45 @@ def test_arguments_are_checked_against_the_schema_with_an_exact_message(toy: Mcp
 
 
 def test_a_server_that_crashes_mid_call_is_reported_and_restarted(toy: McpTools) -> None:
-    never = threading.Event()
     remember, crash = toy.find("toy__remember"), toy.find("toy__crash")
     assert remember is not None and crash is not None
-    toy.call(remember, {"note": "before"}, never)
-    assert _text(toy.call(crash, {}, never)) == (
+    toy.call(remember, {"note": "before"})
+    assert _text(toy.call(crash, {})) == (
         "MCP server 'toy' stopped during the call (Connection closed; its last message: toy "
         "server: crashing on purpose): it restarts on next use\n"
     )
     # Started again on next use: a fresh process, so the note from before is gone.
-    assert _text(toy.call(remember, {"note": "after"}, never)) == "remembered 1 note(s): after\n"
+    assert _text(toy.call(remember, {"note": "after"})) == "remembered 1 note(s): after\n"
 
 
 def test_a_tool_slower_than_its_timeout_is_stopped_and_the_server_restarted() -> None:
     tools = _tools(toy=toy_stdio(timeout=1))
     try:
-        never = threading.Event()
         slow = tools.find("toy__slow")
         assert slow is not None
-        assert _text(tools.call(slow, {"seconds": 600}, never)) == (
+        assert _text(tools.call(slow, {"seconds": 600})) == (
             "MCP server 'toy' did not answer slow within 1 s: it was stopped and restarts on "
             "next use\n"
         )
         remember = tools.find("toy__remember")
         assert remember is not None
         # The restart has the start's own (generous) limit; the call is quick.
-        assert _text(tools.call(remember, {"note": "x"}, never)) == "remembered 1 note(s): x\n"
+        assert _text(tools.call(remember, {"note": "x"})) == "remembered 1 note(s): x\n"
     finally:
         tools.close()
 
 
-def test_a_running_call_is_cancelled_by_the_cancel_event(toy: McpTools) -> None:
+def test_a_running_call_is_cancelled_from_another_thread(toy: McpTools) -> None:
     slow = toy.find("toy__slow")
     assert slow is not None
-    cancel = threading.Event()
-    timer = threading.Timer(1.0, cancel.set)
-    timer.start()
+    watcher = cancel_when_in_flight(toy.manager, toy.cancel)
     started = time.monotonic()
-    try:
-        assert _text(toy.call(slow, {"seconds": 600}, cancel)) == (
-            "the call to toy.slow was cancelled\n"
-        )
-    finally:
-        timer.cancel()
+    assert _text(toy.call(slow, {"seconds": 600})) == "the call to toy.slow was cancelled\n"
+    watcher.join()
     assert time.monotonic() - started < 300  # not the tool's 600 s
     add = toy.find("toy__add")
     assert add is not None
-    assert _text(toy.call(add, {"a": 1, "b": 1}, threading.Event())) == "1 + 1 = 2\n"
+    assert _text(toy.call(add, {"a": 1, "b": 1})) == "1 + 1 = 2\n"
 
 
 def test_servers_that_fail_to_start_are_reported_once_and_the_others_work() -> None:
@@ -181,12 +169,11 @@ def test_streamable_http_server(toy_http_url: str) -> None:
     tools = _tools(web={"url": toy_http_url, "headers": {"X-Test": "1"}, "startup_timeout": 120})
     try:
         assert [d.name for d in tools.descriptions()] == [n.replace("toy", "web") for n in TOOLS]
-        never = threading.Event()
         add, remember = tools.find("web__add"), tools.find("web__remember")
         assert add is not None and remember is not None
-        assert _text(tools.call(add, {"a": 40, "b": 2}, never)) == "40 + 2 = 42\n"
+        assert _text(tools.call(add, {"a": 40, "b": 2})) == "40 + 2 = 42\n"
         dot = tools.find("web__red_dot")
         assert dot is not None
-        assert tools.call(dot, {}, never)[0]["format"] == "base64.png"
+        assert tools.call(dot, {})[0]["format"] == "base64.png"
     finally:
         tools.close()

@@ -5,13 +5,14 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["START", "TOY", "toy_http", "toy_stdio"]
+__all__ = ["START", "TOY", "cancel_when_in_flight", "toy_http", "toy_stdio"]
 
 TOY = Path(__file__).resolve().parent / "mcp_toy_server.py"
 
@@ -27,6 +28,20 @@ def toy_stdio(*args: str, **extra: Any) -> dict[str, Any]:
         "startup_timeout": START,
         **extra,
     }
+
+
+def cancel_when_in_flight(manager: Any, cancel: Callable[[], None]) -> threading.Thread:
+    """Call ``cancel`` from another thread once ``manager`` has a call in flight."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + START
+        while manager.calls_in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cancel()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
 
 
 def _free_port() -> int:
