@@ -34,7 +34,7 @@ from lmc.harmony.events import (
     Terminator,
 )
 from lmc.harmony.parser import StreamParser
-from lmc.harmony.to_lmc import LmcMapper, chunk_kind, tool_call_format
+from lmc.harmony.to_lmc import LmcMapper, chunk_kind
 from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
 
 if TYPE_CHECKING:
@@ -351,12 +351,13 @@ class Loop:
     # -- calls -------------------------------------------------------------------------------
 
     def _call(self, call: _Call, decide: Decide | None) -> Iterator[Chunk]:
-        if self.tools is not None and tool_call_format(call.header.recipient) is not None:
+        target = resolve_call(call.header.recipient or "", call.header.channel)
+        if self.tools is not None and target.language is None:
+            # An MCP tool (functions.SERVER__TOOL), or an unknown tool named with them all.
             from lmc.agent.tool_calls import run_tool_call
 
             yield from run_tool_call(self, self.tools, call, decide)
             return
-        target = resolve_call(call.header.recipient or "", call.header.channel)
         try:
             code = code_from_call(target, call.text)
         except ToolCallError as exc:

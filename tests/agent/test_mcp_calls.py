@@ -198,15 +198,27 @@ def test_a_schema_violation_is_told_to_the_model_exactly_and_nothing_is_asked(
     assert result_header("toy__add") + message + "<|end|>" in backend.prompts[1]
 
 
-def test_an_unknown_tool_of_a_server_lists_the_tools(make_interpreter: MakeInterpreter) -> None:
-    interpreter, _ = make_interpreter(
-        [tool_call("toy__divide", {"a": 1}), FINAL.format("Sorry.")],
+def test_an_unknown_tool_is_told_with_every_tool_there_is(
+    make_interpreter: MakeInterpreter,
+) -> None:
+    interpreter, backend = make_interpreter(
+        [
+            tool_call("toy__divide", {"a": 1}),
+            "<|channel|>analysis to=browser.search code<|message|>{}<|call|>",
+            FINAL.format("Sorry."),
+        ],
         mcp_servers={"toy": toy_stdio(tools=["add"])},
     )
     chunks = list(interpreter.chat("divide", stream=True, display=False, confirm=lambda b: True))
-    [note] = notes(chunks)
-    assert note.startswith("There is no tool named 'functions.toy__divide'. The tools are: python")
-    assert note.endswith(", functions.toy__add.")
+    first, second = notes(chunks)
+    assert first.startswith("There is no tool named 'functions.toy__divide'. The tools are: python")
+    assert first.endswith(", functions.toy__add.")
+    assert second.startswith("There is no tool named 'browser.search'. The tools are: python")
+    assert second.endswith(", functions.toy__add.")
+    assert result_header("toy__divide") + first + "<|end|>" in backend.prompts[1]
+    assert (
+        "<|start|>browser.search to=assistant<|channel|>analysis<|message|>" + second + "<|end|>"
+    ) in backend.prompts[2]
 
 
 def test_a_server_that_crashes_mid_call_is_reported_and_restarted_on_next_use(
