@@ -1,11 +1,13 @@
 """Calls to tools that are not code: MCP tools, offered as ``functions.SERVER__TOOL``.
 
 The loop hands a call here when its recipient names no language (see
-:func:`lmc.harmony.to_lmc.tool_call_format` for how ``functions.SERVER__TOOL`` shows). It goes
-as a code block does: the arguments are checked, a confirmation chunk ``{"type": "tool_call", "format": "SERVER.TOOL", "content":
-ARGUMENTS_JSON}`` is yielded and the same ``decide`` callable is asked (True, False, or
-edited arguments), then the result comes back as computer chunks: console output, images.
-The agent knows tools only through :class:`ExternalTools`; :mod:`lmc.mcp.tools` implements it.
+:func:`lmc.harmony.to_lmc.tool_call_format` for how ``functions.SERVER__TOOL`` shows). It
+goes as a code block does: the arguments are checked, a confirmation chunk ``{"type":
+"tool_call", "format": "SERVER.TOOL", "content": ARGUMENTS_JSON}`` is yielded and the same
+``decide`` callable is asked (True, False, or edited arguments), then the result comes back
+as computer chunks: console output, images. An unknown tool is told to the model with every
+tool there is. The agent knows tools only through :class:`ExternalTools`;
+:mod:`lmc.mcp.tools` implements it.
 """
 
 from __future__ import annotations
