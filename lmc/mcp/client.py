@@ -321,6 +321,10 @@ class McpManager:
                 line = f"MCP server {name!r} did not start within {server.config.start_within:g} s"
                 statuses.append(ServerStatus(server.config, False, error=line))
                 continue
+            except Exception as exc:  # a bug in the SDK or here: still one line, not a crash
+                line = f"MCP server {name!r} failed to start: {_describe(exc)}"
+                statuses.append(ServerStatus(server.config, False, error=line))
+                continue
             statuses.append(ServerStatus(server.config, True, server.tools))
         return statuses
 
