@@ -60,6 +60,9 @@ def list_servers(profile: str | None, names: list[str] | None) -> int:
             print(f"  ✗ {status.error}")
             continue
         print(f"  ✓ started, {len(status.tools)} tool{'s' if len(status.tools) != 1 else ''}")
+        missing = status.missing_line()
+        if missing is not None:
+            print(f"  ! {missing}")
         width = max((len(tool.name) for tool in status.tools), default=0)
         for tool in status.tools:
             auto = " (auto-approved)" if tool.name in config.auto_approve else ""

@@ -58,6 +58,17 @@ class ServerStatus:
     started: bool
     tools: tuple[ToolInfo, ...] = ()
     error: str | None = None
+    #: Tools named in ``tools`` or ``auto_approve`` that the server does not offer (typos).
+    missing: tuple[str, ...] = ()
+
+    def missing_line(self) -> str | None:
+        if not self.missing:
+            return None
+        names = ", ".join(repr(name) for name in self.missing)
+        return (
+            f"MCP server {self.config.name!r} has no tool {names} (named in its tools or "
+            "auto_approve)"
+        )
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -84,6 +95,7 @@ class _Server:
         self.config = config
         self.session: ClientSession | None = None
         self.tools: tuple[ToolInfo, ...] = ()
+        self.missing: tuple[str, ...] = ()
         self.error: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -197,6 +209,9 @@ class _Server:
             cursor = result.next_cursor
             if cursor is None:
                 break
+        offered = {tool.name for tool in tools}
+        named = [*(self.config.tools or ()), *self.config.auto_approve]
+        self.missing = tuple(dict.fromkeys(name for name in named if name not in offered))
         allowed = self.config.tools
         if allowed is not None:
             tools = [tool for tool in tools if tool.name in allowed]
@@ -325,7 +340,7 @@ class McpManager:
                 line = f"MCP server {name!r} failed to start: {_describe(exc)}"
                 statuses.append(ServerStatus(server.config, False, error=line))
                 continue
-            statuses.append(ServerStatus(server.config, True, server.tools))
+            statuses.append(ServerStatus(server.config, True, server.tools, None, server.missing))
         return statuses
 
     # -- calling -----------------------------------------------------------------------------

@@ -166,6 +166,9 @@ class McpTools:
                     if not status.started:
                         self._unsaid.append(str(status.error))
                         continue
+                    missing = status.missing_line()
+                    if missing is not None:
+                        self._unsaid.append(missing)
                     config = status.config
                     for info in status.tools:
                         tool = McpTool(

@@ -154,9 +154,12 @@ def test_a_server_that_never_answers_delays_the_tools_by_its_timeout_only() -> N
 
 
 def test_the_allow_list_keeps_only_the_tools_named() -> None:
-    tools = _tools(toy=toy_stdio(tools=["add", "red_dot"], auto_approve=["add"]))
+    tools = _tools(toy=toy_stdio(tools=["add", "red_dot", "sub"], auto_approve=["add", "mul"]))
     try:
         assert [d.name for d in tools.descriptions()] == ["toy__add", "toy__red_dot"]
+        assert tools.notices() == [
+            "MCP server 'toy' has no tool 'sub', 'mul' (named in its tools or auto_approve)"
+        ]
         add, dot = tools.find("toy__add"), tools.find("toy__red_dot")
         assert add is not None and add.auto_approve
         assert dot is not None and not dot.auto_approve
