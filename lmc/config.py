@@ -66,6 +66,8 @@ class Settings:
     verbose: bool = False
     #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig`), after --mcp/--no-mcp.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
+    #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
+    stt_model: str | None = None
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -148,6 +150,7 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "instructions": _optional(_as_str),
     "db_path": _optional(_as_str),
     "verbose": _as_bool,
+    "stt_model": _optional(_as_str),
 }
 
 KEYS: Final = tuple(_CONVERTERS)

@@ -30,6 +30,7 @@ from lmc.cli.options import (
     SeedOpt,
     SharedOptions,
     ShowReasoningOpt,
+    SttModelOpt,
     TemperatureOpt,
     VerboseOpt,
     YesOpt,
@@ -112,6 +113,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     verbose: VerboseOpt = False,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
+    stt_model: SttModelOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
@@ -136,6 +138,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         verbose=verbose,
         mcp=tuple(mcp) if mcp else None,
         no_mcp=no_mcp,
+        stt_model=stt_model,
     )
     if ctx.invoked_subcommand is not None:
         ctx.obj = options
@@ -151,6 +154,15 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     prompt: Annotated[
         str | None,
         typer.Argument(help="What to ask. '-' or absent with piped input: read standard input."),
+    ] = None,
+    audio: Annotated[
+        str | None,
+        typer.Option(
+            "--audio",
+            metavar="FILE.wav",
+            help="Ask with speech: a WAV file ('-': standard input), transcribed locally.",
+            show_default=False,
+        ),
     ] = None,
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
@@ -169,6 +181,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     verbose: VerboseOpt = False,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
+    stt_model: SttModelOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
     options = _shared(
@@ -191,11 +204,12 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             verbose=verbose,
             mcp=tuple(mcp) if mcp else None,
             no_mcp=no_mcp,
+            stt_model=stt_model,
         ),
     )
     from lmc.cli.oneshot import run_once
 
-    raise typer.Exit(run_once(prompt, options))
+    raise typer.Exit(run_once(prompt, options, audio=audio))
 
 
 _DB = typer.Option("--db", help="Conversation database (default: in the user data dir).")

@@ -159,6 +159,17 @@ VerboseOpt = Annotated[
     bool,
     typer.Option("--verbose", help="Show tracebacks and backend logs.", rich_help_panel=_OUTPUT),
 ]
+SttModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stt-model",
+        metavar="MODEL",
+        help="Speech-to-text model for audio: a faster-whisper directory, hf:REPO, or a size "
+        "name (tiny, base, small, ...) [default: base].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
 
 
 McpOpt = Annotated[
@@ -198,6 +209,7 @@ class SharedOptions:
     verbose: bool = False
     mcp: tuple[str, ...] | None = None
     no_mcp: bool = False
+    stt_model: str | None = None
 
     def flags(self) -> dict[str, object]:
         """The settings these flags set, for :func:`lmc.config.load_settings`."""
@@ -216,4 +228,5 @@ class SharedOptions:
             "verbose": True if self.verbose else None,
             "mcp": list(self.mcp) if self.mcp else None,
             "no_mcp": True if self.no_mcp else None,
+            "stt_model": self.stt_model,
         }
