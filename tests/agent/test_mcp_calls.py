@@ -384,3 +384,22 @@ def test_a_tool_call_left_without_a_result_is_closed_on_resume() -> None:
     assert note is not None
     assert note.message["content"] == CUT_OFF + "\n"
     assert note.harmony == result_header("issues__search") + CUT_OFF + "<|end|>"
+
+
+def test_chat_display_fences_a_tool_call_like_code() -> None:
+    import io
+
+    from lmc.agent.display import PlainRenderer
+
+    out = io.StringIO()
+    renderer = PlainRenderer(out)
+    base = {"role": "assistant", "type": "tool_call", "format": "toy.add"}
+    for chunk in [
+        {**base, "start": True},
+        {**base, "content": '{"a": 1, "b": 2}'},
+        {**base, "end": True},
+        {"role": "computer", "type": "console", "format": "output", "content": "1 + 2 = 3\n"},
+    ]:
+        renderer.feed(chunk)
+    renderer.close()
+    assert out.getvalue() == '```toy.add\n{"a": 1, "b": 2}\n```\n1 + 2 = 3\n'
