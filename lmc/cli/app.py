@@ -23,12 +23,15 @@ from lmc.cli.options import (
     ProfileOpt,
     ReasoningOpt,
     ReplayOpt,
+    NetworkOpt,
     ResumeOpt,
+    SandboxOpt,
     SeedOpt,
     SharedOptions,
     ShowReasoningOpt,
     TemperatureOpt,
     VerboseOpt,
+    WorkdirOpt,
     YesOpt,
 )
 
@@ -82,10 +85,17 @@ def _shared(ctx: typer.Context, given: SharedOptions) -> SharedOptions:
     if outer is None:
         return given
     merged = {
-        f.name: getattr(given, f.name) or getattr(outer, f.name)
+        f.name: _given_or_outer(getattr(given, f.name), getattr(outer, f.name))
         for f in dataclasses.fields(SharedOptions)
     }
     return SharedOptions(**merged)
+
+
+def _given_or_outer(given: object, outer: object) -> object:
+    """The subcommand's value, unless it is unset (None, or a switch left off)."""
+    if given is False and outer is None:  # --no-network: an explicit False
+        return given
+    return given or outer
 
 
 @app.callback(invoke_without_command=True)
@@ -106,6 +116,9 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     resume: ResumeOpt = None,
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
@@ -128,6 +141,9 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         resume=resume,
         profile=profile,
         verbose=verbose,
+        sandbox=sandbox.value if sandbox else None,
+        network=network,
+        workdir=workdir,
     )
     if ctx.invoked_subcommand is not None:
         ctx.obj = options
@@ -159,6 +175,9 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     resume: ResumeOpt = None,
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
     options = _shared(
@@ -179,6 +198,9 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             resume=resume,
             profile=profile,
             verbose=verbose,
+            sandbox=sandbox.value if sandbox else None,
+            network=network,
+            workdir=workdir,
         ),
     )
     from lmc.cli.oneshot import run_once
@@ -266,11 +288,23 @@ def doctor_command(
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
     profile: ProfileOpt = None,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
 ) -> None:
-    """Check this machine: which languages run, which model and backend would be used, GPU."""
+    """Check this machine: which languages run, which model and backend would be used, GPU,
+    and the sandbox."""
     from lmc.cli.doctor import doctor
 
-    raise typer.Exit(doctor(SharedOptions(model=model, api_base=api_base, profile=profile)))
+    options = SharedOptions(
+        model=model,
+        api_base=api_base,
+        profile=profile,
+        sandbox=sandbox.value if sandbox else None,
+        network=network,
+        workdir=workdir,
+    )
+    raise typer.Exit(doctor(options))
 
 
 def main() -> None:
