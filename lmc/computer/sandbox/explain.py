@@ -22,7 +22,8 @@ _WRITE = re.compile(r"(?i:read-only file system)|\bEROFS\b")
 _NETWORK = re.compile(
     r"(?i:network is unreachable|connection refused|could not resolve|"
     r"temporary failure in name resolution|name or service not known|failed to resolve|"
-    r"no address associated)|\b(?:ENETUNREACH|ECONNREFUSED|EAI_AGAIN|ENOTFOUND)\b|getaddrinfo"
+    r"no address associated)|\b(?:ENETUNREACH|ECONNREFUSED|EAI_AGAIN|ENOTFOUND)\b|getaddrinfo|"
+    r"[\w.:\[\]-]+:\d+ cannot be opened"  # R's socketConnection
 )
 _MISSING = re.compile(
     r"(?i:no such file|not found|cannot open|can't open|permission denied|"
