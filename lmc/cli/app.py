@@ -20,10 +20,10 @@ from lmc.cli.options import (
     JsonOpt,
     MaxTokensOpt,
     ModelOpt,
+    NetworkOpt,
     ProfileOpt,
     ReasoningOpt,
     ReplayOpt,
-    NetworkOpt,
     ResumeOpt,
     SandboxOpt,
     SeedOpt,
@@ -91,7 +91,7 @@ def _shared(ctx: typer.Context, given: SharedOptions) -> SharedOptions:
     return SharedOptions(**merged)
 
 
-def _given_or_outer(given: object, outer: object) -> object:
+def _given_or_outer(given: Any, outer: Any) -> Any:
     """The subcommand's value, unless it is unset (None, or a switch left off)."""
     if given is False and outer is None:  # --no-network: an explicit False
         return given
@@ -284,7 +284,7 @@ def models_command() -> None:
 
 
 @app.command("doctor")
-def doctor_command(
+def doctor_command(  # noqa: PLR0917 - typer reads the options from the signature
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
     profile: ProfileOpt = None,

@@ -77,7 +77,7 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
 
 def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """(name, good, detail) for the sandbox: mode, tool, network, what is hidden."""
-    from lmc.computer.sandbox import INSTALL_HINT, DEFAULT_HIDDEN, find_tool, resolve_policy
+    from lmc.computer.sandbox import DEFAULT_HIDDEN, INSTALL_HINT, find_tool, resolve_policy
 
     tool = find_tool()
     lines: list[tuple[str, bool, str]] = []

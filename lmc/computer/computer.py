@@ -42,7 +42,7 @@ from lmc.computer.kernel import (
 )
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
-from lmc.computer.sandbox import SandboxPolicy, explain_block, resolve_policy
+from lmc.computer.sandbox import explain_block, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
 
@@ -232,20 +232,19 @@ class Computer:
             yield output_chunk(notice)
         with self._lock:
             self._running.add(session)
-        printed: list[str] = []
+        seen = _Ends()  # error messages are short: the ends of the output are enough
         try:
             for chunk in self._execute(language, session, translator, code, timeout):
                 if chunk.get("format") == "output" and isinstance(chunk.get("content"), str):
-                    printed.append(chunk["content"])
+                    seen.add(chunk["content"])
                 yield chunk
         finally:
             with self._lock:
                 self._running.discard(session)
         policy = session.sandbox
-        text = "".join(printed)
-        line = None if policy is None else explain_block(text, policy)
+        line = None if policy is None else explain_block(seen.text(), policy)
         if line is not None:
-            yield output_chunk(("" if not text or text.endswith("\n") else "\n") + line + "\n")
+            yield output_chunk(("\n" if seen.open_line else "") + line + "\n")
 
     def _execute(
         self,
@@ -340,6 +339,28 @@ class Computer:
             cwd=self.cwd,
             sandbox=self.sandbox,
         )
+
+
+class _Ends:
+    """The first and last few KB of a run's output, in bounded memory."""
+
+    SIZE: Final = 8192
+
+    def __init__(self) -> None:
+        self.head = ""
+        self.tail = ""
+        self.open_line = False
+
+    def add(self, text: str) -> None:
+        if not text:
+            return
+        self.open_line = not text.endswith("\n")
+        if len(self.head) < self.SIZE:
+            self.head += text[: self.SIZE - len(self.head)]
+        self.tail = (self.tail + text[-self.SIZE :])[-self.SIZE :]
+
+    def text(self) -> str:
+        return self.head + "\n" + self.tail
 
 
 def _missing(language: Language) -> bool:

@@ -81,9 +81,7 @@ def wrap_command(
         return list(argv)
     tool = find_tool()
     if not tool.usable or tool.path is None:
-        raise SandboxUnavailableError(
-            f"the sandbox is gone: {tool.problem}", hint=INSTALL_HINT
-        )
+        raise SandboxUnavailableError(f"the sandbox is gone: {tool.problem}", hint=INSTALL_HINT)
     if tool.kind == "seatbelt" or sys.platform == "darwin":
         from lmc.computer.sandbox.seatbelt import seatbelt_command
 

@@ -49,9 +49,7 @@ def explain_block(output: str, policy: SandboxPolicy) -> str | None:
         reasons.append("it has no network; `--network` (in the chat: `%network on`) allows it")
     hidden = _hidden_mentioned(output, policy)
     if hidden is not None and _MISSING.search(output):
-        reasons.append(
-            f"{hidden} is hidden (secrets show empty); `--sandbox off` shows it"
-        )
+        reasons.append(f"{hidden} is hidden (secrets show empty); `--sandbox off` shows it")
     if not reasons:
         return None
     return f"{PREFIX} {'; '.join(reasons)}."

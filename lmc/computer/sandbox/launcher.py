@@ -19,29 +19,42 @@ __all__ = ["launch"]
 
 T = TypeVar("T")
 
-_requests: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
-_thread: threading.Thread | None = None
-_lock = threading.Lock()
+
+class _Launcher:
+    """The thread and its queue of calls, started on first use."""
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = (
+            queue.SimpleQueue()
+        )
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _serve(self) -> None:
+        while True:
+            call, future = self._requests.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(call())
+            except BaseException as exc:  # handed to the caller, who raises it
+                future.set_exception(exc)
+
+    def launch(self, call: Callable[[], T]) -> T:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._serve, name="lmc-kernel-launcher", daemon=True
+                )
+                self._thread.start()
+        future: Future[T] = Future()
+        self._requests.put((call, future))
+        return future.result()
 
 
-def _serve() -> None:
-    while True:
-        call, future = _requests.get()
-        if not future.set_running_or_notify_cancel():
-            continue
-        try:
-            future.set_result(call())
-        except BaseException as exc:  # handed to the caller, who raises it
-            future.set_exception(exc)
+_launcher = _Launcher()
 
 
 def launch(call: Callable[[], T]) -> T:
     """Run ``call`` (which starts a process) on the launcher thread; return its result."""
-    global _thread
-    with _lock:
-        if _thread is None or not _thread.is_alive():
-            _thread = threading.Thread(target=_serve, name="lmc-kernel-launcher", daemon=True)
-            _thread.start()
-    future: Future[T] = Future()
-    _requests.put((call, future))
-    return future.result()
+    return _launcher.launch(call)

@@ -72,9 +72,9 @@ class SandboxPolicy:
         """One line for the person and the model: what the code may do now."""
         if not self.enabled:
             return "sandbox off: code runs with your permissions, network included"
-        where = f"in {self.workdir} and a private /tmp" if self.mode == "workspace" else (
-            "only in a private /tmp"
-        )
+        where = "only in a private /tmp"
+        if self.mode == "workspace":
+            where = f"in {self.workdir} and a private /tmp"
         network = "network on" if self.network else "no network"
         return f"sandbox {self.mode}: code writes {where}, {network}, secrets hidden"
 
@@ -83,7 +83,7 @@ def existing_paths(patterns: Iterable[str]) -> list[Path]:
     """``patterns`` (``~`` expanded) that exist, resolved, each once, in order."""
     seen: dict[Path, None] = {}
     for pattern in patterns:
-        path = Path(os.path.expanduser(pattern))
+        path = Path(pattern).expanduser()
         if not path.is_absolute() or not os.path.lexists(path):
             continue
         seen.setdefault(path.resolve(), None)
