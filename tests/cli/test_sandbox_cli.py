@@ -34,7 +34,8 @@ def _call(language: str, source: str) -> str:
     if language == "python":
         return code(source)
     arguments = json.dumps({"code": source})
-    return f"<|channel|>commentary to=functions.{language} <|constrain|>json<|message|>{arguments}<|call|>"
+    header = f"<|channel|>commentary to=functions.{language} <|constrain|>json"
+    return f"{header}<|message|>{arguments}<|call|>"
 
 
 @pytest.fixture

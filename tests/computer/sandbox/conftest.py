@@ -7,24 +7,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from sandbox_testing import FAKE_KEY, NOTES, Place
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import find_tool
-
-FAKE_KEY = "-----BEGIN FAKE KEY----- lmc-test-secret"
-NOTES = "lmc-test-notes"
-
-
-@dataclass(frozen=True)
-class Place:
-    root: Path
-    work: Path
-    outside: Path
-    home: Path
 
 
 def sandbox_works() -> bool:

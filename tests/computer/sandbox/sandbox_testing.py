@@ -10,11 +10,24 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from lmc.computer import Computer
 
 LANGUAGES = ("python", "shell", "javascript", "r")
+FAKE_KEY = "-----BEGIN FAKE KEY----- lmc-test-secret"
+NOTES = "lmc-test-notes"
+
+
+@dataclass(frozen=True)
+class Place:
+    """A working directory, a directory outside it and a test HOME, on a real disk."""
+
+    root: Path
+    work: Path
+    outside: Path
+    home: Path
 
 
 def write_code(language: str, path: Path) -> str:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import FAKE_KEY, NOTES, Place
 from sandbox_testing import (
+    FAKE_KEY,
     LANGUAGES,
+    NOTES,
+    Place,
     connect_code,
     daemon_code,
     kill_all,

@@ -3,8 +3,7 @@ and cwd are what they would be outside."""
 
 from __future__ import annotations
 
-from conftest import Place
-from sandbox_testing import output_of
+from sandbox_testing import Place, output_of
 
 from lmc.computer import Computer
 
