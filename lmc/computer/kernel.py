@@ -27,6 +27,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -314,7 +315,10 @@ class KernelSession:
         cwd = self._cwd
         if self.sandbox is not None:
             cwd = cwd or self.sandbox.workdir
-            command = wrap_command(self.sandbox, command, shared=[private], cwd=cwd)
+            needed = [self.spec.resource_dir, Path(sys.prefix), Path(sys.base_prefix)]
+            command = wrap_command(
+                self.sandbox, command, shared=[private], readable=needed, cwd=cwd
+            )
         log = self._log
 
         def start() -> subprocess.Popen[bytes]:

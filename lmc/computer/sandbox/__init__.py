@@ -74,6 +74,7 @@ def wrap_command(
     argv: Sequence[str],
     *,
     shared: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
     cwd: Path | None = None,
 ) -> list[str]:
     """``argv`` run inside the sandbox ``policy`` describes (unchanged when it is off)."""
@@ -88,4 +89,4 @@ def wrap_command(
         return seatbelt_command(tool.path, policy, argv, shared=shared)
     from lmc.computer.sandbox.bubblewrap import bwrap_command
 
-    return bwrap_command(tool.path, policy, argv, shared=shared, cwd=cwd)
+    return bwrap_command(tool.path, policy, argv, shared=shared, readable=readable, cwd=cwd)

@@ -46,15 +46,23 @@ def bwrap_command(
     argv: Sequence[str],
     *,
     shared: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
     cwd: Path | None = None,
 ) -> list[str]:
     """The argv that runs ``argv`` inside bubblewrap under ``policy``.
 
-    ``shared`` are directories bound writable at the same path (the kernel's sockets).
+    ``shared`` are directories bound writable at the same path (the kernel's sockets);
+    ``readable`` are what the kernel needs to read (its interpreter, its spec).
     """
     command = [*signal_prefix(), bwrap, *_BASE]
     if not policy.network:
         command.append("--unshare-net")
+    # The private /tmp covers the host's: what the kernel must read there (its working
+    # directory in read-only mode, an interpreter or kernel spec under /tmp) is bound back.
+    for directory in (policy.workdir, *readable):
+        needed = Path(directory).resolve()
+        if needed.is_relative_to("/tmp") and needed.exists():
+            command += ["--ro-bind", str(needed), str(needed)]
     for directory in (*policy.writable(), *shared):
         real = str(Path(directory).resolve())
         command += ["--bind", real, real]
