@@ -112,3 +112,17 @@ def test_read_only_mode_writes_nowhere_but_a_private_tmp(place: Place) -> None:
         code = "open('/tmp/lmc-private-tmp.txt', 'w').write('x'); print('wrote')"
         assert output_of(computer, "python", code) == "wrote\n"
     assert not (place.root.parent / "lmc-private-tmp.txt").exists()
+
+
+def test_without_a_sandbox_a_restart_still_ends_the_kernels_process_group(
+    uncontained: Computer,
+) -> None:
+    tag = unique_tag()
+    code = f"import subprocess\nsubprocess.Popen(['sleep', '{tag}'])"  # same process group
+    try:
+        output_of(uncontained, "python", code)
+        wait_until(lambda: sleepers(tag), what="the sleep to start")
+        uncontained.restart("python")
+        wait_until(lambda: not sleepers(tag), what="the kernel's process group to end")
+    finally:
+        kill_all(tag)
