@@ -73,6 +73,8 @@ class Settings:
     network: bool = False
     sandbox_hide: tuple[str, ...] = ()
     workdir: str | None = None
+    #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
+    stt_model: str | None = None
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -202,6 +204,7 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "network": _as_bool,
     "sandbox_hide": _as_paths,
     "workdir": _optional(_as_str),
+    "stt_model": _optional(_as_str),
 }
 
 KEYS: Final = tuple(_CONVERTERS)

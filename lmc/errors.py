@@ -14,7 +14,9 @@ boundary that calls them, with ``raise ... from exc``.
     ├── ComputerError         a kernel could not be started or driven
     ├── ConfigError           bad configuration (file, profile, environment, flag)
     │   └── SandboxUnavailableError  a sandbox was asked for and no working tool is here
-    └── StorageError          the conversation database failed
+    ├── StorageError          the conversation database failed
+    └── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
+        └── SpeechModelNotFoundError  no speech-to-text model, or it could not be downloaded
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ __all__ = [
     "ModelNotFoundError",
     "SandboxUnavailableError",
     "ServerError",
+    "SpeechModelNotFoundError",
     "StorageError",
+    "VoiceError",
 ]
 
 
@@ -91,3 +95,11 @@ class StorageError(LmcError):
 
 class SandboxUnavailableError(ConfigError):
     """A sandbox was asked for explicitly, and this machine has no working sandbox tool."""
+
+
+class VoiceError(LmcError):
+    """Audio could not be turned into text: not WAV, empty, no speech, or the model failed."""
+
+
+class SpeechModelNotFoundError(VoiceError):
+    """No speech-to-text model was found, or it could not be downloaded."""

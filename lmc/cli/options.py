@@ -166,6 +166,17 @@ VerboseOpt = Annotated[
     bool,
     typer.Option("--verbose", help="Show tracebacks and backend logs.", rich_help_panel=_OUTPUT),
 ]
+SttModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stt-model",
+        metavar="MODEL",
+        help="Speech-to-text model for audio: a faster-whisper directory, hf:REPO, or a size "
+        "name (tiny, base, small, ...) [default: base].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
 
 
 SandboxOpt = Annotated[
@@ -223,6 +234,7 @@ class SharedOptions:
     sandbox: str | None = None
     network: bool | None = None
     workdir: str | None = None
+    stt_model: str | None = None
 
     def flags(self) -> dict[str, object]:
         """The settings these flags set, for :func:`lmc.config.load_settings`."""
@@ -242,4 +254,5 @@ class SharedOptions:
             "sandbox": self.sandbox,
             "network": self.network,
             "workdir": self.workdir,
+            "stt_model": self.stt_model,
         }
