@@ -17,6 +17,7 @@ KeyboardInterrupt and R's interrupt work as they do outside.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -76,9 +77,23 @@ def bwrap_command(
     # ipykernel would take the sandbox's init (pid 1) for an orphaning and exit; the PID
     # namespace and die-with-parent already end the kernel with its parent.
     command += ["--unsetenv", "JPY_PARENT_PID", "--setenv", "TMPDIR", "/tmp"]
+    command += _matplotlib_env()
     command += ["--chdir", str(start), "--"]
     command += ["env", "--default-signal=INT", *argv]
     return command
+
+
+def _matplotlib_env() -> list[str]:
+    """Matplotlib warns on every import when its config dir is read-only: give it one in
+    the private /tmp, still reading the person's own matplotlibrc."""
+    if "MPLCONFIGDIR" in os.environ:
+        return []
+    options = ["--setenv", "MPLCONFIGDIR", "/tmp/matplotlib"]
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    rc = Path(config) / "matplotlib" / "matplotlibrc"
+    if "MATPLOTLIBRC" not in os.environ and rc.is_file():
+        options += ["--setenv", "MATPLOTLIBRC", str(rc)]
+    return options
 
 
 def probe_command(bwrap: str) -> list[str]:
