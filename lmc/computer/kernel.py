@@ -49,6 +49,11 @@ START_TIMEOUT: Final = 60.0
 INTERRUPT_GRACE: Final = 3.0
 #: Seconds a kernel gets to exit after a shutdown request before it is killed.
 SHUTDOWN_GRACE: Final = 1.0
+#: Seconds of IOPub silence after the execute reply before a lost idle status is assumed.
+#: The kernel sends idle right after the reply; only a kernel whose IOPub drops messages under
+#: a slow reader (IRkernel; lmc's own kernels wait instead) can lose it, and without this the
+#: run would wait for it forever.
+IDLE_AFTER_REPLY: Final = 5.0
 #: Without a pidfd (not Linux), how often the kernel process is checked while waiting.
 _LIVENESS_INTERVAL: Final = 0.25
 _LOG_TAIL: Final = 2000
@@ -425,12 +430,16 @@ class KernelSession:
         self._interrupted_at = None
         deadline = None if timeout is None else time.monotonic() + timeout
         timed_out = replied = idle = False
+        quiet_since = 0.0  # once replied: when the last IOPub message for this run arrived
         try:
             while not (replied and idle):
                 wake_at = deadline
                 if self._interrupted_at is not None:
                     grace_end = self._interrupted_at + INTERRUPT_GRACE
                     wake_at = grace_end if wake_at is None else min(wake_at, grace_end)
+                if replied:
+                    idle_by = quiet_since + IDLE_AFTER_REPLY
+                    wake_at = idle_by if wake_at is None else min(wake_at, idle_by)
                 ready = self._poll(None if wake_at is None else wake_at - time.monotonic())
                 if self._wake_read in ready:
                     with contextlib.suppress(BlockingIOError):
@@ -438,6 +447,7 @@ class KernelSession:
                 for message in self._drain(client.iopub_channel, ready):
                     if message["parent_header"].get("msg_id") != msg_id:
                         continue
+                    quiet_since = time.monotonic()
                     msg_type = message["header"]["msg_type"]
                     if msg_type == "status":
                         idle = idle or message["content"].get("execution_state") == "idle"
@@ -446,13 +456,15 @@ class KernelSession:
                 for message in self._drain(client.shell_channel, ready):
                     if message["parent_header"].get("msg_id") == msg_id:
                         replied = True
+                        quiet_since = time.monotonic()
                 for message in self._drain(client.stdin_channel, ready):
                     # Kernels that ignore allow_stdin=False (IRkernel) ask anyway: there is no
                     # keyboard, so the answer is an empty line, and the consumer is told.
                     if message["header"]["msg_type"] == "input_request":
                         client.input("")
                         yield message
-                if replied and idle:
+                if replied and (idle or time.monotonic() >= quiet_since + IDLE_AFTER_REPLY):
+                    idle = True  # its idle status was lost on the way: the run is over
                     break
                 if self._pidfd in ready or not self.alive:
                     yield KernelDied(self._wait_exit())

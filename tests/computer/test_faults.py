@@ -344,3 +344,26 @@ def test_closing_a_busy_wrapper_kernel_ends_its_children(language, spawn, busy):
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child), f"{language}: the kernel's child outlived it"
+
+
+@pytest.mark.parametrize(
+    ("language", "code"),
+    [
+        ("python", "for i in range(20_000):\n    print(i, flush=True)"),
+        ("shell", "for i in $(seq 0 19999); do echo $i; done"),
+        ("javascript", "for (let i = 0; i < 20000; i++) console.log(i)"),
+    ],
+)
+def test_a_reader_that_pauses_loses_no_output(computer, language, code):
+    """A kernel printing while lmc is not reading waits for it: every message arrives, the
+    run's idle status included (a dropped one left the run waiting forever)."""
+    collect(computer, language, "1" if language != "shell" else "true")
+    texts = []
+    paused = False
+    for chunk in computer.run(language, code):
+        if chunk.get("format") == "output":
+            texts.append(chunk["content"])
+            if not paused:
+                paused = True
+                time.sleep(3)  # the kernel goes on printing meanwhile
+    assert "".join(texts).split() == [str(i) for i in range(20_000)]
