@@ -153,8 +153,11 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
         return store.resolve(resume)
 
 
-def make_interpreter(settings: Settings, conversation_id: str | None = None) -> Any:
-    """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded)."""
+def make_interpreter(
+    settings: Settings, conversation_id: str | None = None, backend: Any = None
+) -> Any:
+    """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded); on
+    ``backend`` when given (``lmc serve`` shares one model), which it then does not close."""
     from lmc import Interpreter
 
     return Interpreter(
@@ -175,6 +178,7 @@ def make_interpreter(settings: Settings, conversation_id: str | None = None) -> 
         conversation_id=conversation_id,
         db_path=settings.db_path,
         instructions=settings.instructions,
+        backend=backend,
     )
 
 
