@@ -18,13 +18,13 @@ from support.replay import write_replay
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # server_testing
 
-from server_testing import Client, LiveServer  # noqa: E402
+from server_testing import Client, LiveServer
 
-from lmc.backends import BackendConfig, open_backend  # noqa: E402
-from lmc.backends.base import Backend  # noqa: E402
-from lmc.cli.session import make_interpreter  # noqa: E402
-from lmc.config import Settings  # noqa: E402
-from lmc.server import ServerConfig, create_app  # noqa: E402
+from lmc.backends import BackendConfig, open_backend
+from lmc.backends.base import Backend
+from lmc.cli.session import make_interpreter
+from lmc.config import Settings
+from lmc.server import ServerConfig, create_app
 
 TOKEN = "test-token-1234"
 

@@ -58,7 +58,7 @@ class Client:
 
     def __init__(self, url: str, **kwargs: Any) -> None:
         opened = connect(url, max_size=None, open_timeout=TIMEOUT, **kwargs)
-        self.ws: ClientConnection = opened.__enter__()  # noqa: PLC2801 - closed by close()
+        self.ws: ClientConnection = opened.__enter__()
         self.seen: list[Chunk] = []
 
     def send(self, frame: dict[str, Any] | str | bytes) -> None:
