@@ -139,12 +139,7 @@
     actions.innerHTML = '<button type="button" class="run">Run</button><button type="button" class="decline">Decline</button>';
     actions.querySelector(".run").onclick = () => { removeActions(); send({ role: "user", type: "command", content: "go" }); };
     actions.querySelector(".decline").onclick = () => {
-      const block = lastBlock;
-      removeActions();
-      const note = document.createElement("div");
-      note.className = "declined";
-      note.textContent = "Declined: not run.";
-      block.el.appendChild(note);
+      removeActions(); // the server answers with the block's output: declined, not run
       send({ role: "user", type: "command", content: "decline" });
     };
     lastBlock.el.appendChild(actions);

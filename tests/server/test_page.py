@@ -1,0 +1,111 @@
+"""The chat page in a real browser: Debian's chromium, driven by Selenium through
+chromedriver (both given by path, so nothing is downloaded), against a real ``lmc serve``
+app with the tiny model replaying."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import TOKEN, Served
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.wait import WebDriverWait
+from server_testing import code, final
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+WAIT = 120  # seconds: the shared CI cores start a kernel slowly
+
+THINK = "<|channel|>analysis<|message|>The person declined.<|end|><|start|>assistant"
+WRITE = "open('ran.txt', 'w').write('ran')\nprint('ran it')"
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    for path in (CHROMIUM, CHROMEDRIVER):
+        assert shutil.which(path), f"{path} is missing: apt-get install chromium chromium-driver"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,900",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ):
+        options.add_argument(argument)
+    service = Service(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
+    driver = webdriver.Chrome(service=service, options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def send(driver: WebDriver, text: str) -> None:
+    wait = WebDriverWait(driver, WAIT)
+    wait.until(ec.element_to_be_clickable((By.ID, "send")))
+    driver.find_element(By.ID, "input").send_keys(text)
+    driver.find_element(By.ID, "send").click()
+
+
+def test_decline_then_run_in_the_browser(
+    serve: Callable[..., Served], browser: WebDriver, tmp_path: Path
+) -> None:
+    served = serve(
+        code(WRITE),
+        THINK + final("Fine, **nothing** ran."),
+        code(WRITE),
+        final("Done: `ran.txt` is written."),
+    )
+    wait = WebDriverWait(browser, WAIT)
+    browser.get(f"{served.live.http}/?token={TOKEN}")
+    assert "token" not in browser.current_url  # the token leaves the address bar
+
+    send(browser, "write ran.txt")
+    decline = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, ".actions .decline")))
+    block = browser.find_element(By.CSS_SELECTOR, ".block pre")
+    assert "open('ran.txt'" in block.text
+    assert block.find_elements(By.CSS_SELECTOR, ".tok-str")  # highlighted
+    decline.click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "log"), "nothing ran."))
+    strong = browser.find_element(By.CSS_SELECTOR, ".msg.assistant strong")
+    assert strong.text == "nothing"  # Markdown rendered
+    reasoning = browser.find_element(By.CSS_SELECTOR, "details.reasoning")
+    assert reasoning.get_attribute("open") is None  # folded
+    assert not reasoning.find_element(By.TAG_NAME, "div").is_displayed()
+    assert not (tmp_path / "ran.txt").exists()
+    shown = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".output")]
+    assert shown == ["The user declined to run this code."]
+
+    send(browser, "now write it")
+    run = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, ".actions .run")))
+    run.click()
+    # (the last code block's output; the answer after it may already be there too)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".block .output")[-1].text == "ran it")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "log"), "is written."))
+    assert (tmp_path / "ran.txt").read_text() == "ran"
+    assert browser.find_element(By.CSS_SELECTOR, ".msg.assistant:last-child code").text == "ran.txt"
+
+    # The stored conversation is in the side panel, and the URL names it.
+    item = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#conversations li")))
+    assert item.text == "write ran.txt"
+    assert "conversation=" in browser.current_url
+    screenshot = tmp_path / "chat-page.png"
+    browser.save_screenshot(str(screenshot))
+    assert screenshot.stat().st_size > 10_000
+
+    # Reloaded, the page shows the stored conversation again (it resumes it).
+    browser.refresh()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "log"), "is written."))
+    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".msg.user")] == [
+        "write ran.txt",
+        "now write it",
+    ]
