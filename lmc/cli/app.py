@@ -244,7 +244,7 @@ _serve_command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         *(
             parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
             for name, parameter in inspect.signature(run_command, eval_str=True).parameters.items()
-            if name not in ("ctx", "prompt", "json", "resume")
+            if name not in ("ctx", "prompt", "audio", "json", "resume", "show_reasoning")
         ),
     ]
 )

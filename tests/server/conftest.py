@@ -54,7 +54,11 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
     started: list[tuple[LiveServer, Backend | None]] = []
 
     def start(
-        *completions: str, auto_run: bool = False, max_steps: int = 20, api_base: str | None = None
+        *completions: str,
+        auto_run: bool = False,
+        max_steps: int = 20,
+        api_base: str | None = None,
+        stt_model: str | None = None,
     ) -> Served:
         replay = None
         if completions:
@@ -67,6 +71,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
             auto_run=auto_run,
             max_steps=max_steps,
             db_path=str(db_path),
+            stt_model=stt_model,
         )
         backend = None
         if api_base is None:
