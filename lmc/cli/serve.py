@@ -123,6 +123,8 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
     )
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shut down cleanly, then re-raised the Ctrl-C
+        pass
     finally:
         sock.close()
         if loader is not None:
