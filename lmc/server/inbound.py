@@ -156,9 +156,7 @@ class Inbound:
     def _add_text(self, text: str) -> list[Action]:
         self._size += len(text.encode("utf-8"))
         if self._size > self.max_bytes:
-            size = self._size
-            self._reset()
-            return [self._too_big(size)]
+            return [self._too_big(self._size)]
         self._text.append(text)
         return []
 
@@ -173,9 +171,7 @@ class Inbound:
     def _add_audio(self, data: bytes) -> list[Action]:
         self._size += len(data)
         if self._size > self.max_bytes:
-            size = self._size
-            self._reset()
-            return [self._too_big(size)]
+            return [self._too_big(self._size)]
         self._audio += data
         return []
 
@@ -195,6 +191,7 @@ class Inbound:
         self._size = 0
 
     def _too_big(self, size: int) -> Problem:
+        self._reset()  # part of what was being assembled is lost: drop all of it
         return Problem(
             f"too large: {_size(size)} (a frame or message may be at most {_size(self.max_bytes)})"
         )

@@ -78,10 +78,14 @@ def test_limits_drop_what_was_assembled_and_the_reader_goes_on() -> None:
     reader = Inbound(max_bytes=100)
     assert reader.text(frame(type="message", start=True)) == [Begin()]
     assert reader.text(frame(type="message", content="x" * 45)) == []
-    [problem] = reader.text(frame(type="message", content="y" * 60))  # 105 assembled
+    assert reader.text(frame(type="message", content="y" * 45)) == []
+    [problem] = reader.text(frame(type="message", content="z" * 45))  # 135 assembled
     assert isinstance(problem, Problem) and "too large" in problem.text
+    assert reader.text(frame(type="message", start=True)) == [Begin()]
     [problem] = reader.text(frame(type="message", content="z" * 101))  # the frame itself
     assert isinstance(problem, Problem) and "too large" in problem.text
+    [problem] = reader.text(frame(type="message", end=True))  # the message was dropped
+    assert isinstance(problem, Problem) and "never started" in problem.text
     [problem] = reader.binary(b"x" * 101)
     assert isinstance(problem, Problem) and "too large" in problem.text
     assert reader.text(frame(type="message", content="ok")) == [Begin(), UserText("ok")]
