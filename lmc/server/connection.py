@@ -36,6 +36,9 @@ __all__ = ["COMPLETE", "QUEUED", "Connection", "error_chunk"]
 
 log = logging.getLogger("lmc.server")
 
+#: How long a client that left waits for its stopped turn before its kernels are closed.
+_CLOSE_PATIENCE = 30.0
+
 COMPLETE: Chunk = {"role": "server", "type": "status", "content": "complete"}
 QUEUED: Chunk = {"role": "server", "type": "status", "content": "queued"}
 
@@ -48,6 +51,13 @@ def error_chunk(text: str) -> Chunk:
 def conversation_chunk(conversation_id: str) -> Chunk:
     """Which stored conversation this connection writes to (lmc's addition to the protocol)."""
     return {"role": "server", "type": "conversation", "content": conversation_id}
+
+
+def _starts_work(chunk: Chunk) -> bool:
+    """The model writing, or code starting to run."""
+    return chunk.get("role") == "assistant" or (
+        chunk.get("type") == "console" and bool(chunk.get("start"))
+    )
 
 
 def describe(exc: BaseException) -> str:
@@ -167,9 +177,11 @@ class Connection:
                 for chunk in stream:
                     if chunk.get("type") == "confirmation" and not self._auto_run:
                         self._awaiting.set()  # before the client can see it and answer
+                    elif self._stopping.is_set() and _starts_work(chunk):
+                        # The stop came before the turn began (which clears the Interpreter's
+                        # cancel flag): the model writes or new code starts; stop it again.
+                        self.interpreter.cancel()
                     self.emit(chunk)
-                    if self._stopping.is_set():
-                        break
             finally:
                 stream.close()
         except Exception as exc:
@@ -200,14 +212,19 @@ class Connection:
             self._awaiting.clear()
             self._answers.put(False)
 
-    async def stop_turn(self) -> None:
-        """Stop the running turn, if any, and wait until it has ended."""
+    async def stop_turn(self, patience: float | None = None) -> None:
+        """Stop the running turn, if any, and wait until it has ended (at most ``patience``
+        seconds: then it is left to end when :meth:`close` frees its kernels)."""
         turn = self._turn
         if turn is None:
             return
         if not turn.done():
             self._request_stop()
-            await turn
+            try:
+                await asyncio.wait_for(asyncio.shield(turn), patience)
+            except TimeoutError:
+                log.warning("a stopped turn did not end within %s s; closing its kernels", patience)
+                return
         self._turn = None
         self._drain_answers()
 
@@ -224,7 +241,7 @@ class Connection:
 
     async def close(self) -> None:
         """The client left (or the server stops): stop the turn, flush, free the kernels."""
-        await self.stop_turn()
+        await self.stop_turn(patience=_CLOSE_PATIENCE)
         self._out.put_nowait(None)
         try:
             await self._sender

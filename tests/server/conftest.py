@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +17,13 @@ from support.replay import write_replay
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # server_testing
 
-from server_testing import Client, LiveServer
+from server_testing import TOKEN, LiveServer, Served
 
 from lmc.backends import BackendConfig, open_backend
 from lmc.backends.base import Backend
 from lmc.cli.session import make_interpreter
 from lmc.config import Settings
 from lmc.server import ServerConfig, create_app
-
-TOKEN = "test-token-1234"
-
-
-@dataclass
-class Served:
-    live: LiveServer
-    config: ServerConfig
-    db_path: Path
-    interpreters: list[Any]
-
-    def client(self, query: str = "", *, auth: bool = True) -> Client:
-        client = Client(self.live.ws + query)
-        if auth:
-            client.auth(TOKEN)
-        return client
 
 
 @pytest.fixture(autouse=True)

@@ -7,14 +7,35 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 from websockets.sync.client import ClientConnection, connect
 
 from lmc.messages import Chunk
+from lmc.server import ServerConfig
 
 TIMEOUT = 120.0  # generous: two shared cores, kernels starting
+
+TOKEN = "test-token-1234"
+
+
+@dataclass
+class Served:
+    """A running server (the ``serve`` fixture's), its config, and the Interpreters it made."""
+
+    live: LiveServer
+    config: ServerConfig
+    db_path: Path
+    interpreters: list[Any]
+
+    def client(self, query: str = "", *, auth: bool = True) -> Client:
+        client = Client(self.live.ws + query)
+        if auth:
+            client.auth(TOKEN)
+        return client
 
 
 class LiveServer:

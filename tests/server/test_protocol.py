@@ -9,9 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import TOKEN, Served
 from server_testing import (
+    TOKEN,
     Client,
+    Served,
     code,
     errors,
     final,

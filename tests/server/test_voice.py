@@ -8,8 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Served
-from server_testing import final, is_complete
+from server_testing import Served, final, is_complete
 from support.speech import speak
 
 QUESTION = "What is seventeen plus twenty five"
