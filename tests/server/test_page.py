@@ -5,6 +5,7 @@ app with the tiny model replaying."""
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.wait import WebDriverWait
 from server_testing import TOKEN, Served, code, final
+from support.speech import speak
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -27,6 +29,10 @@ WRITE = "open('ran.txt', 'w').write('ran')\nprint('ran it')"
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    yield from _browser(tmp_path, [])
+
+
+def _browser(tmp_path: Path, extra: list[str]) -> Iterator[WebDriver]:
     for path in (CHROMIUM, CHROMEDRIVER):
         assert shutil.which(path), f"{path} is missing: apt-get install chromium chromium-driver"
     options = webdriver.ChromeOptions()
@@ -38,6 +44,7 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
         "--disable-dev-shm-usage",
         "--window-size=1200,900",
         f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        *extra,
     ):
         options.add_argument(argument)
     service = Service(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
@@ -108,3 +115,36 @@ def test_decline_then_run_in_the_browser(
         "write ran.txt",
         "now write it",
     ]
+
+
+def test_the_record_button_sends_speech_that_is_heard_and_answered(
+    serve: Callable[..., Served], whisper_model_dir: Path, tmp_path: Path
+) -> None:
+    """Chromium's fake microphone plays an espeak-ng sentence once; the page records it with
+    MediaRecorder, converts it to wav and sends it; faster-whisper hears it."""
+    wav = tmp_path / "question.wav"
+    speak("What is seventeen plus twenty five", wav)
+    seconds = (len(wav.read_bytes()) - 44) / (22_050 * 2)  # espeak-ng: 22.05 kHz, 16-bit mono
+    served = serve(final("It is 42."), stt_model=str(whisper_model_dir))
+    fake_microphone = [
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={wav}%noloop",
+    ]
+    browser = next(driver := _browser(tmp_path, fake_microphone))
+    try:
+        wait = WebDriverWait(browser, WAIT)
+        browser.get(f"{served.live.http}/?token={TOKEN}")
+        wait.until(ec.element_to_be_clickable((By.ID, "send")))
+        browser.find_element(By.ID, "record").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "record"), "Stop recording"))
+        # The fake microphone plays the file in real time from when recording starts.
+        time.sleep(seconds + 1.5)
+        browser.find_element(By.ID, "record").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "log"), "It is 42."))
+        [heard] = [e.text.lower() for e in browser.find_elements(By.CSS_SELECTOR, ".msg.user")]
+        assert "17" in heard or "seventeen" in heard, heard
+        assert "25" in heard or "twenty" in heard, heard
+        browser.save_screenshot(str(tmp_path / "voice-page.png"))
+    finally:
+        driver.close()
