@@ -42,6 +42,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
         max_steps: int = 20,
         api_base: str | None = None,
         stt_model: str | None = None,
+        max_tokens: int | None = None,
     ) -> Served:
         replay = None
         if completions:
@@ -55,6 +56,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
             max_steps=max_steps,
             db_path=str(db_path),
             stt_model=stt_model,
+            max_tokens=max_tokens,
         )
         backend = None
         if api_base is None:
