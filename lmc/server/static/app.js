@@ -217,10 +217,14 @@
     ws = socket;
     socket.onopen = () => socket.send(JSON.stringify({ auth: token }));
     socket.onmessage = (event) => onChunk(JSON.parse(event.data));
-    socket.onclose = () => {
+    socket.onclose = (event) => {
       if (ws !== socket) return;
       ready = false;
       setBusy(false);
+      if (event.code === 1008) { // refused (an unknown conversation, another origin): say so, stop
+        status("the server refused this connection");
+        return;
+      }
       status("disconnected: reconnecting…");
       setTimeout(() => { if (ws === socket) connect(); }, 1500);
     };
