@@ -172,6 +172,22 @@ SttModelOpt = Annotated[
 ]
 
 
+McpOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        metavar="NAME",
+        help="Use only this MCP server from the config (repeat for more).",
+        rich_help_panel=_SESSION,
+        show_default=False,
+    ),
+]
+NoMcpOpt = Annotated[
+    bool,
+    typer.Option("--no-mcp", help="Use no MCP server this run.", rich_help_panel=_SESSION),
+]
+
+
 @dataclass(frozen=True, slots=True)
 class SharedOptions:
     """The shared options as given on the command line (None: not given)."""
@@ -191,6 +207,8 @@ class SharedOptions:
     resume: str | None = None
     profile: str | None = None
     verbose: bool = False
+    mcp: tuple[str, ...] | None = None
+    no_mcp: bool = False
     stt_model: str | None = None
 
     def flags(self) -> dict[str, object]:
@@ -208,5 +226,7 @@ class SharedOptions:
             "seed": self.seed,
             "gpu_layers": self.gpu_layers,
             "verbose": True if self.verbose else None,
+            "mcp": list(self.mcp) if self.mcp else None,
+            "no_mcp": True if self.no_mcp else None,
             "stt_model": self.stt_model,
         }

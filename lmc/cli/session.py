@@ -178,6 +178,7 @@ def make_interpreter(
         conversation_id=conversation_id,
         db_path=settings.db_path,
         instructions=settings.instructions,
+        mcp_servers=settings.mcp_servers,
         stt_model=settings.stt_model,
         backend=backend,
     )
