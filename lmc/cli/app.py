@@ -217,8 +217,12 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
 def _serve_command(ctx: typer.Context, host: str, port: int, **given: Any) -> None:
     """Serve the agent over a websocket (Open Interpreter's protocol) and a chat page."""
     fields = {f.name for f in dataclasses.fields(SharedOptions)}
-    values = {
-        name: value.value if isinstance(value, enum.Enum) else value
+    values: dict[str, Any] = {
+        name: value.value
+        if isinstance(value, enum.Enum)
+        else tuple(value)
+        if isinstance(value, list)
+        else value
         for name, value in given.items()
         if name in fields
     }
