@@ -148,3 +148,38 @@ def test_the_record_button_sends_speech_that_is_heard_and_answered(
         browser.save_screenshot(str(tmp_path / "voice-page.png"))
     finally:
         driver.close()
+
+
+PIXEL = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+LIVE = (
+    "import base64, time\n"
+    "from IPython.display import Image, display\n"
+    f"display(Image(data=base64.b64decode('{PIXEL}')))\n"
+    "print('waiting', flush=True)\n"
+    "time.sleep(600)\n"
+    "print('finished')"
+)
+
+
+def test_live_output_active_line_image_and_the_stop_button(
+    serve: Callable[..., Served], browser: WebDriver
+) -> None:
+    served = serve(code(LIVE), auto_run=True, max_steps=1)
+    wait = WebDriverWait(browser, WAIT)
+    browser.get(f"{served.live.http}/?token={TOKEN}")
+    send(browser, "show me a pixel, then wait")
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".block .output"), "waiting"))
+    image = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".block img.inline")))
+    assert image.get_attribute("src") == f"data:image/png;base64,{PIXEL}"
+    # The line running now (time.sleep) is marked while it runs.
+    active = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".line.active")))
+    assert active.get_attribute("data-line") == "5" and "time.sleep" in active.text
+    stop = browser.find_element(By.ID, "stop")
+    assert stop.is_enabled()
+    stop.click()
+    wait.until(ec.element_to_be_clickable((By.ID, "send")))  # the turn is complete
+    output = browser.find_element(By.CSS_SELECTOR, ".block .output").text
+    assert "KeyboardInterrupt" in output and "finished" not in output
+    assert not browser.find_elements(By.CSS_SELECTOR, ".line.active")
