@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -138,3 +139,24 @@ def test_serve_says_so_when_the_port_is_taken(
     err = second.process.stderr.read()  # type: ignore[union-attr]
     assert f"cannot listen on 127.0.0.1:{port}" in err
     assert "Traceback" not in err
+
+
+def test_serve_takes_every_option_of_run_except_those_about_one_prompt() -> None:
+    """Options added to `lmc run` later (say --sandbox) reach `lmc serve` by themselves, and
+    each must land in SharedOptions under its own name (else it would be dropped)."""
+    import dataclasses
+
+    import typer.main
+
+    from lmc.cli.app import app
+    from lmc.cli.options import SharedOptions
+
+    group: Any = typer.main.get_command(app)
+    run, serve = group.commands["run"], group.commands["serve"]
+
+    def names(command: Any) -> set[str]:
+        return {param.name for param in command.params}
+
+    assert names(run) - names(serve) == {"prompt", "audio", "json", "resume", "show_reasoning"}
+    fields = {field.name for field in dataclasses.fields(SharedOptions)}
+    assert names(serve) - {"host", "port"} <= fields
