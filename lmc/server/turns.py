@@ -91,20 +91,40 @@ class _GatedGeneration(Generation):
         self.prompt_tokens = inner.prompt_tokens
 
     def __iter__(self) -> Iterator[Piece]:
-        return self._pieces()
+        return _GatedPieces(iter(self._inner), self._finish)
 
-    def _pieces(self) -> Iterator[Piece]:
-        pieces = iter(self._inner)
+    def _finish(self) -> None:
+        self.stop_reason = self._inner.stop_reason
+        self.prompt_tokens_evaluated = self._inner.prompt_tokens_evaluated
+        self.completion_tokens = self._inner.completion_tokens
+        self._release()
+
+
+class _GatedPieces(Iterator[Piece]):
+    """Pieces whose end, failure or ``close()`` (even before the first piece) frees the gate;
+    a plain generator would not run its ``finally`` when closed before it started."""
+
+    def __init__(self, pieces: Iterator[Piece], finish: Callable[[], None]) -> None:
+        self._pieces = pieces
+        self._finish: Callable[[], None] | None = finish
+
+    def __next__(self) -> Piece:
         try:
-            yield from pieces
-        finally:
-            close = getattr(pieces, "close", None)
+            return next(self._pieces)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        finish, self._finish = self._finish, None
+        if finish is None:
+            return
+        try:
+            close = getattr(self._pieces, "close", None)
             if close is not None:
                 close()
-            self.stop_reason = self._inner.stop_reason
-            self.prompt_tokens_evaluated = self._inner.prompt_tokens_evaluated
-            self.completion_tokens = self._inner.completion_tokens
-            self._release()
+        finally:
+            finish()
 
 
 class TurnTakingBackend(Backend):

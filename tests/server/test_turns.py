@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
-from lmc.server.turns import Gate, GateTicket
+from support.replay import write_replay
+
+from lmc.backends import BackendConfig, open_backend
+from lmc.server.turns import Gate, GateTicket, TurnTakingBackend
 
 
 def test_waiters_are_served_in_arrival_order_and_told_they_wait() -> None:
@@ -51,3 +55,27 @@ def test_an_abandoned_waiter_leaves_without_its_turn() -> None:
     assert result == [False]
     gate.release(holder)
     assert not gate.busy
+
+
+PROMPT = "<|start|>user<|message|>hi<|end|><|start|>assistant"
+
+
+def test_a_generation_frees_the_gate_when_done_or_closed_even_before_its_first_piece(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    answer = "<|channel|>final<|message|>hello<|return|>"
+    replay = write_replay(tmp_path / "replay.txt", [answer] * 3)
+    gate = Gate()
+    with open_backend(BackendConfig(model=str(tiny_model), replay=str(replay))) as shared:
+        backend = TurnTakingBackend(shared, gate)
+        text = "".join(p.text for p in backend.generate(PROMPT))
+        assert text == answer  # the whole completion, stop token included
+        assert not gate.busy
+        pieces = iter(backend.generate(PROMPT))
+        assert gate.busy
+        pieces.close()  # type: ignore[attr-defined]
+        assert not gate.busy
+        partly = iter(backend.generate(PROMPT))
+        next(partly)
+        partly.close()  # type: ignore[attr-defined]
+        assert not gate.busy
