@@ -24,17 +24,20 @@ from lmc.cli.options import (
     MaxTokensOpt,
     McpOpt,
     ModelOpt,
+    NetworkOpt,
     NoMcpOpt,
     ProfileOpt,
     ReasoningOpt,
     ReplayOpt,
     ResumeOpt,
+    SandboxOpt,
     SeedOpt,
     SharedOptions,
     ShowReasoningOpt,
     SttModelOpt,
     TemperatureOpt,
     VerboseOpt,
+    WorkdirOpt,
     YesOpt,
 )
 
@@ -89,10 +92,17 @@ def _shared(ctx: typer.Context, given: SharedOptions) -> SharedOptions:
     if outer is None:
         return given
     merged = {
-        f.name: getattr(given, f.name) or getattr(outer, f.name)
+        f.name: _given_or_outer(getattr(given, f.name), getattr(outer, f.name))
         for f in dataclasses.fields(SharedOptions)
     }
     return SharedOptions(**merged)
+
+
+def _given_or_outer(given: Any, outer: Any) -> Any:
+    """The subcommand's value, unless it is unset (None, or a switch left off)."""
+    if given is False and outer is None:  # --no-network: an explicit False
+        return given
+    return given or outer
 
 
 @app.callback(invoke_without_command=True)
@@ -115,6 +125,9 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     verbose: VerboseOpt = False,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
     version: Annotated[
         bool,
@@ -140,6 +153,9 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         verbose=verbose,
         mcp=tuple(mcp) if mcp else None,
         no_mcp=no_mcp,
+        sandbox=sandbox.value if sandbox else None,
+        network=network,
+        workdir=workdir,
         stt_model=stt_model,
     )
     if ctx.invoked_subcommand is not None:
@@ -183,6 +199,9 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     verbose: VerboseOpt = False,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
@@ -206,6 +225,9 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             verbose=verbose,
             mcp=tuple(mcp) if mcp else None,
             no_mcp=no_mcp,
+            sandbox=sandbox.value if sandbox else None,
+            network=network,
+            workdir=workdir,
             stt_model=stt_model,
         ),
     )
@@ -343,15 +365,27 @@ def models_command() -> None:
 
 
 @app.command("doctor")
-def doctor_command(
+def doctor_command(  # noqa: PLR0917 - typer reads the options from the signature
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
     profile: ProfileOpt = None,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
 ) -> None:
-    """Check this machine: which languages run, which model and backend would be used, GPU."""
+    """Check this machine: which languages run, which model and backend would be used, GPU,
+    and the sandbox."""
     from lmc.cli.doctor import doctor
 
-    raise typer.Exit(doctor(SharedOptions(model=model, api_base=api_base, profile=profile)))
+    options = SharedOptions(
+        model=model,
+        api_base=api_base,
+        profile=profile,
+        sandbox=sandbox.value if sandbox else None,
+        network=network,
+        workdir=workdir,
+    )
+    raise typer.Exit(doctor(options))
 
 
 def main() -> None:
