@@ -230,8 +230,10 @@ def test_disconnect_mid_run_interrupts_the_code_and_keeps_the_conversation(
 
 
 def test_two_clients_take_turns_on_the_model_each_with_its_own_kernel(serve: Serve) -> None:
-    pid = code("import os; print(os.getpid())")
-    served = serve(pid, pid, auto_run=True, max_steps=1)
+    # A name set once per kernel: a shared kernel would print the same one twice. (Not the
+    # pid: in a sandbox each kernel has its own pid namespace.)
+    ident = code("import uuid; print(globals().setdefault('KERNEL', uuid.uuid4().hex))")
+    served = serve(ident, ident, auto_run=True, max_steps=1)
     gate = served.config.gate
     ticket = GateTicket()
     assert gate.acquire(ticket)  # hold the model so that both clients must queue
@@ -244,8 +246,8 @@ def test_two_clients_take_turns_on_the_model_each_with_its_own_kernel(serve: Ser
     finally:
         gate.release(ticket)
     one, two = first.turn(), second.turn()
-    pids = {outputs(one).strip(), outputs(two).strip()}
-    assert len(pids) == 2 and all(p.isdigit() for p in pids)
+    kernels = {outputs(one).strip(), outputs(two).strip()}
+    assert len(kernels) == 2 and all(len(k) == 32 for k in kernels)
     ids = {c["content"] for c in one + two if c["type"] == "conversation"}
     assert len(ids) == 2
     first.close()
