@@ -7,6 +7,8 @@ formatting, so ``lmc --help`` does not import rich either (scripts/bench_cli_sta
 from __future__ import annotations
 
 import dataclasses
+import enum
+import inspect
 from typing import Annotated, Any
 
 import typer
@@ -232,6 +234,59 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     from lmc.cli.oneshot import run_once
 
     raise typer.Exit(run_once(prompt, options, audio=audio))
+
+
+def _serve_command(ctx: typer.Context, host: str, port: int, **given: Any) -> None:
+    """Serve the agent over a websocket (Open Interpreter's protocol) and a chat page."""
+    fields = {f.name for f in dataclasses.fields(SharedOptions)}
+    values: dict[str, Any] = {
+        name: value.value
+        if isinstance(value, enum.Enum)
+        else tuple(value)
+        if isinstance(value, list)
+        else value
+        for name, value in given.items()
+        if name in fields
+    }
+    from lmc.cli.serve import serve
+
+    raise typer.Exit(serve(_shared(ctx, SharedOptions(**values)), host, port))
+
+
+# `lmc serve` takes every model/session option of `lmc run` (options added to `run` later
+# come along), except those about one prompt's output.
+_serve_command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
+        inspect.Parameter(
+            "host",
+            inspect.Parameter.KEYWORD_ONLY,
+            default="127.0.0.1",
+            annotation=Annotated[
+                str,
+                typer.Option(
+                    "--host",
+                    metavar="ADDR",
+                    help="Address to listen on (beyond loopback: only with LMC_SERVER_TOKEN set).",
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "port",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=8000,
+            annotation=Annotated[
+                int, typer.Option("--port", metavar="N", help="Port (0: any free one).")
+            ],
+        ),
+        *(
+            parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for name, parameter in inspect.signature(run_command, eval_str=True).parameters.items()
+            if name not in ("ctx", "prompt", "audio", "json", "resume", "show_reasoning")
+        ),
+    ]
+)
+app.command("serve")(_serve_command)
 
 
 _DB = typer.Option("--db", help="Conversation database (default: in the user data dir).")

@@ -170,8 +170,11 @@ def sandbox_for(settings: Settings) -> Any:
     return policy
 
 
-def make_interpreter(settings: Settings, conversation_id: str | None = None) -> Any:
-    """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded)."""
+def make_interpreter(
+    settings: Settings, conversation_id: str | None = None, backend: Any = None
+) -> Any:
+    """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded); on
+    ``backend`` when given (``lmc serve`` shares one model), which it then does not close."""
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
@@ -200,6 +203,7 @@ def make_interpreter(settings: Settings, conversation_id: str | None = None) -> 
         workdir=policy.workdir,
         sandbox_hide=settings.sandbox_hide,
         stt_model=settings.stt_model,
+        backend=backend,
     )
 
 
