@@ -54,7 +54,7 @@ def _matches(expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> bool:
     if got and got[0] == head["shape"] and _matches(rest, got[1:]):
         return True
     if head["optional"]:
-        return _matches(rest, got) or bool(got) and _matches(rest, got[1:])
+        return _matches(rest, got) or (bool(got) and _matches(rest, got[1:]))
     return False
 
 

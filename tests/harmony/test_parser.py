@@ -310,11 +310,15 @@ def test_a_header_marker_inside_content_is_text_of_the_open_message(marker: str)
 def test_a_start_inside_content_still_ends_the_message() -> None:
     """A final answer after a forgotten <|end|> is not lost."""
     parser = StreamParser()
-    parser.feed_text("<|channel|>analysis<|message|>think<|start|>assistant<|channel|>final"
-                     "<|message|>answer<|return|>")
+    parser.feed_text(
+        "<|channel|>analysis<|message|>think<|start|>assistant<|channel|>final"
+        "<|message|>answer<|return|>"
+    )
     parser.finish()
     assert [(m.channel, m.text) for m in parser.messages] == [
-        ("analysis", "think"), ("final", "answer")]
+        ("analysis", "think"),
+        ("final", "answer"),
+    ]
 
 
 def test_unknown_special_token_is_a_problem_not_content() -> None:
