@@ -346,10 +346,14 @@ class Loop:
     def _call(self, call: _Call, decide: Decide | None) -> Iterator[Chunk]:
         target = resolve_call(call.header.recipient or "", call.header.channel)
         try:
-            code = code_from_call(target, call.text)
+            code = code_from_call(target, call.text, call.header.content_type)
         except ToolCallError as exc:
             yield from self._notice(str(exc), call.pending + self._result(target, str(exc)))
             return
+        if call.entry is not None:
+            # What runs is what the person was shown and what is stored: the code message.
+            shown = self.transcript.entries[call.entry].message.get("content")
+            code = shown if isinstance(shown, str) else code
         assert target.language is not None
         language = target.language
         block: dict[str, Any] = {"type": "code", "format": language, "content": code}

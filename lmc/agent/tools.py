@@ -7,7 +7,8 @@ function tools whose one argument is the code (``{"code": "..."}``). The develop
 tells the model where it runs.
 
 :func:`resolve_call` maps what a model writes as a recipient (including the aliases real
-models produce) to a language, and :func:`code_from_call` takes the code out of the call.
+models produce) to a language, and :func:`code_from_call` takes the code out of the call by
+the same rule the person's view uses, so what is shown is what runs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from lmc.harmony.conversation import (
     ToolNamespaceConfig,
     python_tool_namespace,
 )
-from lmc.harmony.to_lmc import tool_language
+from lmc.harmony.json_string import CODE_FIELDS
+from lmc.harmony.to_lmc import call_code, tool_language
 from lmc.harmony.types import Message as HarmonyMessage
 
 __all__ = [
@@ -183,35 +185,30 @@ def resolve_call(recipient: str, channel: str | None) -> ToolTarget:
     return ToolTarget(language, name, "commentary", json_arguments=True)
 
 
-def code_from_call(target: ToolTarget, text: str) -> str:
+def code_from_call(target: ToolTarget, text: str, content_type: str | None = None) -> str:
     """The code a call carries; raises :class:`ToolCallError` when it carries none.
 
-    Function tools take ``{"code": "..."}``. Python takes raw code, and a JSON object with a
-    ``code`` string too (what models send to the alias ``functions.python``).
+    One rule for every call form (``python``, ``functions.python``, ``shell``,
+    ``functions.shell``; any content type): the code field of a JSON object
+    (``{"code": "..."}``), else the text itself, exactly as
+    :func:`lmc.harmony.to_lmc.call_code` shows it. A function tool given broken JSON or an
+    object without a code string is an error (python takes it as code: a dict is Python).
     """
     if target.language is None:
         raise ToolCallError(
             f"There is no tool named {target.author!r}. The tools are: {', '.join(tool_names())}."
         )
     stripped = text.strip()
-    if target.language == "python":
-        if stripped.startswith("{"):
-            try:
-                data = json.loads(stripped)
-            except ValueError:
-                return text
-            if isinstance(data, dict) and isinstance(data.get("code"), str):
-                return str(data["code"])
-        return text
-    try:
-        data = json.loads(stripped)
-    except ValueError as exc:
-        raise ToolCallError(
-            f"The arguments to {target.author} are not valid JSON ({exc}). "
-            'Send a JSON object like {"code": "..."}.'
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("code"), str):
-        raise ToolCallError(
-            f'The arguments to {target.author} need a "code" string, like {{"code": "..."}}.'
-        )
-    return str(data["code"])
+    if target.language != "python" and stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except ValueError as exc:
+            raise ToolCallError(
+                f"The arguments to {target.author} are not valid JSON ({exc}). "
+                'Send a JSON object like {"code": "..."}.'
+            ) from None
+        if not isinstance(data, dict) or not any(isinstance(data.get(f), str) for f in CODE_FIELDS):
+            raise ToolCallError(
+                f'The arguments to {target.author} need a "code" string, like {{"code": "..."}}.'
+            )
+    return call_code(text, content_type, target.language)

@@ -70,10 +70,14 @@ def test_code_from_calls() -> None:
     assert code_from_call(alias, "x = 1") == "x = 1"
     shell = resolve_call("functions.shell", "commentary")
     assert code_from_call(shell, '{"code": "ls -l"}') == "ls -l"
+    assert code_from_call(shell, "ls -l") == "ls -l"  # raw code, as for python
+    assert code_from_call(resolve_call("shell", "commentary"), '{"code": "echo a"}') == "echo a"
+    assert code_from_call(python, ' {"code": "x"}', "<|constrain|>json") == "x"
     with pytest.raises(ToolCallError, match="not valid JSON"):
         code_from_call(shell, '{"code": "ls')
     with pytest.raises(ToolCallError, match='need a "code" string'):
-        code_from_call(shell, '{"cmd": "ls"}')
+        code_from_call(shell, '{"path": "ls"}')
+    assert code_from_call(shell, '{"cmd": "ls"}') == "ls"  # as the person is shown it
     with pytest.raises(
         ToolCallError, match=r"no tool named 'functions\.nope'.*python, functions\.shell"
     ):
