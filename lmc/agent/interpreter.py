@@ -26,7 +26,7 @@ from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
 from lmc.agent.storage import ConversationStore
-from lmc.agent.tools import developer_message, system_message
+from lmc.agent.tools import argument_schemas, developer_message, system_message
 from lmc.backends.base import Backend, BackendConfig, SamplingSettings
 from lmc.errors import ConfigError, HarmonyError, LmcError
 from lmc.messages import Chunk, Message, validate_message
@@ -249,6 +249,8 @@ class Interpreter:
         if self._prefix_cache is None or self._prefix_cache[0] != key:
             messages = [system_message(self.reasoning), developer_message(self.instructions, cwd)]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
+            # Function arguments are sampled under a grammar from these schemas (llama.cpp).
+            self._loop.settings.sampling.argument_schemas = argument_schemas(messages)
         return self._prefix_cache[1]
 
     # -- chatting -----------------------------------------------------------------------------

@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from lmc.harmony.conversation import (
     DeveloperContent,
@@ -38,6 +39,7 @@ __all__ = [
     "FUNCTION_LANGUAGES",
     "ToolCallError",
     "ToolTarget",
+    "argument_schemas",
     "code_from_call",
     "developer_message",
     "function_languages",
@@ -108,6 +110,23 @@ def system_message(reasoning: str | ReasoningEffort, today: date | None = None) 
         tools={"python": python_tool_namespace(PYTHON_DESCRIPTION)},
     )
     return HarmonyMessage("system", [content])
+
+
+def argument_schemas(messages: Iterable[HarmonyMessage]) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of every function tool's arguments the prompt's messages define, by
+    recipient (``functions.shell``): the in-process model samples call arguments under a
+    grammar made from them. Any tool with parameters counts, whoever added it."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        for content in message.content:
+            tools = getattr(content, "tools", None)
+            if not isinstance(content, DeveloperContent | SystemContent) or not tools:
+                continue
+            for namespace in tools.values():
+                for tool in namespace.tools:
+                    if tool.parameters is not None:
+                        schemas[f"{namespace.name}.{tool.name}"] = tool.parameters
+    return schemas
 
 
 def _where() -> str:

@@ -13,7 +13,9 @@ the last prompt and everything sampled after it. A call
 3. samples with llama.cpp's own sampler chain (in replay, a logits processor first leaves
    only the scripted token), emitting each token as a :class:`Piece` at once: special
    tokens as their markers, text with a split UTF-8 character held back;
-4. stops on ``<|return|>`` or ``<|call|>`` by token id, never on ``<|end|>``.
+4. stops on ``<|return|>`` or ``<|call|>`` by token id, never on ``<|end|>``;
+5. samples a call's JSON arguments under a grammar made from the tool's schema
+   (``SamplingSettings.argument_schemas``, see :mod:`lmc.backends._grammar`).
 
 A sampled token is evaluated only when the next one is needed, so the stop token enters
 the KV cache with the next prompt (it is one of that call's evaluated tokens). Foreign
@@ -29,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lmc.backends._grammar import ArgumentGrammar, Utf8Filter
 from lmc.backends._pieces import Utf8Pieces
 from lmc.backends._prefix_cache import PrefixStateCache, default_cache_dir, prefix_end
 from lmc.backends._token_log import TokenLog
@@ -130,6 +133,7 @@ class LlamaCppBackend(Backend):
                 )
             self._stops[ids[0]] = reason
         self._piece_cache: dict[int, bytes] = {}
+        self._utf8: Utf8Filter | None = None
         self._log = TokenLog(m.encode() for m in tokens.SPECIAL_TOKENS)
         self._prefix_cache: PrefixStateCache | None = None
         if config.prefix_cache:
@@ -226,7 +230,12 @@ class LlamaCppBackend(Backend):
             return
         generation.prompt_tokens_evaluated += len(ids) - keep
 
-        sampler = self._sampler(settings, forced, generation)
+        grammar = (
+            ArgumentGrammar(settings.argument_schemas, self._vocab, self._utf8_filter)
+            if settings.argument_schemas
+            else None
+        )
+        sampler = self._sampler(settings, forced, generation, grammar)
         pieces = Utf8Pieces()
         reason = StopReason.END_OF_STREAM
         try:
@@ -245,6 +254,8 @@ class LlamaCppBackend(Backend):
                 data = self._piece(token)
                 self._log.append(token, data, special=token in self._markers)
                 marker = self._markers.get(token)
+                if grammar is not None:
+                    grammar.accept(token, data, marker)
                 if marker is not None:
                     yield from pieces.special(marker)
                     if token in self._stops:
@@ -266,6 +277,8 @@ class LlamaCppBackend(Backend):
         finally:
             generation.stop_reason = reason
             sampler.close()
+            if grammar is not None:
+                grammar.close()
 
     # ---------------------------------------------------------------------- KV cache
 
@@ -349,6 +362,7 @@ class LlamaCppBackend(Backend):
         settings: SamplingSettings,
         forced: list[int] | None,
         generation: Generation,
+        grammar: ArgumentGrammar | None = None,
     ) -> Any:
         from llama_cpp import _internals
 
@@ -356,6 +370,8 @@ class LlamaCppBackend(Backend):
         sampler = new_sampler()
         if forced is not None:
             sampler.add_custom(_forcing(forced, generation))
+        if grammar is not None:
+            sampler.add_custom(_constraining(grammar, len(forced or ()), generation))
         seed = settings.seed if settings.seed is not None else self.config.seed
         if settings.temperature <= 0:
             sampler.add_greedy()
@@ -367,6 +383,13 @@ class LlamaCppBackend(Backend):
         return sampler
 
     # ---------------------------------------------------------------------- tokens
+
+    def _utf8_filter(self) -> Utf8Filter:
+        """The vocabulary's UTF-8 shapes, worked out at the first constrained call."""
+        if self._utf8 is None:
+            n_vocab = int(self._lib.llama_vocab_n_tokens(self._vocab))
+            self._utf8 = Utf8Filter([self._text_piece(t) for t in range(n_vocab)])
+        return self._utf8
 
     def _tokenize(self, data: bytes) -> list[int]:
         if not data:
@@ -386,6 +409,17 @@ class LlamaCppBackend(Backend):
             data = buffer.raw[:n]
             self._piece_cache[token] = data
         return data
+
+    def _text_piece(self, token: int) -> bytes:
+        """A token's bytes as text: nothing for control tokens (markers, reserved ids)."""
+        if token in self._markers:
+            return b""
+        buffer = ctypes.create_string_buffer(64)
+        n = self._lib.llama_token_to_piece(self._vocab, token, buffer, 64, 0, False)
+        if n < 0:
+            buffer = ctypes.create_string_buffer(-n)
+            n = self._lib.llama_token_to_piece(self._vocab, token, buffer, -n, 0, False)
+        return buffer.raw[:n]
 
     def _find_markers(self) -> dict[int, str]:
         """Token id -> marker, asking the model's own tokenizer (ids differ between vocabs)."""
@@ -420,5 +454,15 @@ def _forcing(forced: list[int], generation: Generation) -> Any:
             index = int(hits[0])
         values[1::3] = -np.inf
         values[3 * index + 1] = 0.0
+
+    return apply
+
+
+def _constraining(grammar: ArgumentGrammar, n_forced: int, generation: Generation) -> Any:
+    """A llama.cpp sampler stage applying the arguments' grammar (not to replayed tokens)."""
+
+    def apply(cur_p: Any) -> None:
+        if generation.completion_tokens >= n_forced:
+            grammar.apply(cur_p)
 
     return apply

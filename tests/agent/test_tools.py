@@ -82,3 +82,31 @@ def test_code_from_calls() -> None:
         ToolCallError, match=r"no tool named 'functions\.nope'.*python, functions\.shell"
     ):
         code_from_call(resolve_call("functions.nope", "commentary"), "{}")
+
+
+def test_argument_schemas_cover_every_function_tool_with_parameters() -> None:
+    from lmc.agent.tools import argument_schemas
+    from lmc.harmony.conversation import DeveloperContent, ToolDescription, ToolNamespaceConfig
+    from lmc.harmony.types import Message as HarmonyMessage
+
+    extra = HarmonyMessage(
+        "developer",
+        [
+            DeveloperContent(
+                tools={
+                    "weather": ToolNamespaceConfig(
+                        "weather",
+                        None,
+                        [
+                            ToolDescription("now", "", {"type": "object", "properties": {}}),
+                            ToolDescription("bare", ""),
+                        ],
+                    )
+                }
+            )
+        ],
+    )
+    schemas = argument_schemas([system_message("low"), developer_message(), extra])
+    assert schemas["functions.shell"]["required"] == ["code"]
+    assert "weather.now" in schemas and "weather.bare" not in schemas
+    assert "python" not in schemas  # raw code, no arguments
