@@ -58,7 +58,7 @@ class Interpreter:
         replay: str | Path | None = None,
         auto_run: bool = False,
         reasoning: str = "medium",
-        context_size: int = 8192,
+        context_size: int | None = None,
         max_tokens: int | None = None,
         temperature: float = 1.0,
         top_p: float = 1.0,
@@ -218,7 +218,7 @@ class Interpreter:
     def token_usage(self) -> tuple[int, int]:
         """(tokens the next prompt takes, the model's context size)."""
         backend = self._get_backend()
-        return backend.count_tokens(self._loop.prompt()), backend.context_size
+        return self._loop.prompt_tokens(backend), backend.context_size
 
     def _resume(self, conversation_id: str) -> None:
         self._conversation_id = self.store.resolve(conversation_id)

@@ -154,6 +154,16 @@ class Utf8Filter:
         self._state = _state_of(self._decoder.getstate()[0])
 
 
+def _any_candidate(cur_p: Any) -> bool:
+    """Whether any token is left to sample (a finite logit)."""
+    import numpy as np
+
+    array = cur_p.contents
+    raw = ctypes.cast(array.data, ctypes.POINTER(ctypes.c_float))
+    values = np.ctypeslib.as_array(raw, shape=(int(array.size) * 3,))
+    return bool(np.isfinite(values[1::3]).any())
+
+
 class ArgumentGrammar:
     """Switches a grammar on for a call's JSON arguments and off at the end of the object.
 
@@ -176,6 +186,7 @@ class ArgumentGrammar:
         self._utf8: Utf8Filter | None = None
         self._parser = StreamParser("assistant")
         self._sampler: Any = None
+        self._applied = False  # the grammar narrowed this step's candidates
         self._object: JsonObjectEnd | None = None
         #: Tokens sampled under a grammar, and calls it was switched on for.
         self.constrained_tokens = 0
@@ -191,9 +202,15 @@ class ArgumentGrammar:
             assert self._utf8 is not None
             self._utf8.apply(cur_p)
             self._lib.llama_sampler_apply(self._sampler, cur_p)
+            self._applied = _any_candidate(cur_p)
 
     def accept(self, token: int, data: bytes, marker: str | None) -> None:
         """The token that was sampled: feed the grammar, the object scanner and the parser."""
+        applied, self._applied = self._applied, False
+        if self._sampler is not None and not applied:
+            # Not chosen under the grammar (a replayed token): llama.cpp aborts the process
+            # when a grammar is fed a token it does not allow, so it is lifted instead.
+            self._lift()
         if self._sampler is not None:
             self.constrained_tokens += 1
             if marker is None:

@@ -71,7 +71,8 @@ class BackendConfig:
     model: str | None = None
     api_base: str | None = None
     replay: str | None = None
-    context_size: int = 8192
+    #: None: the model's trained context, capped by what its KV cache fits in free memory.
+    context_size: int | None = None
     gpu_layers: int | None = None  # None: all layers when the build has a GPU
     threads: int | None = None
     seed: int | None = None
@@ -115,6 +116,8 @@ class Backend(ABC):
 
     #: The model's context window in tokens.
     context_size: int
+    #: Why it has that size, in one line (shown by ``lmc doctor``, ``--verbose``, ``%tokens``).
+    context_reason: str = ""
 
     @abstractmethod
     def generate(

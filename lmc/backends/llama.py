@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lmc.backends._context import ContextChoice, choose_context
 from lmc.backends._grammar import ArgumentGrammar, Utf8Filter
 from lmc.backends._pieces import Utf8Pieces
 from lmc.backends._prefix_cache import PrefixStateCache, default_cache_dir, prefix_end
@@ -103,19 +104,31 @@ class LlamaCppBackend(Backend):
         gpu_layers = config.gpu_layers
         if gpu_layers is None:
             gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
+        if not self.model_path.is_file():
+            raise BackendError(f"no model file at {self.model_path}")
+        if config.context_size is None:
+            choice = choose_context(
+                self.model_path,
+                offloaded=gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload()),
+            )
+        else:
+            choice = ContextChoice(config.context_size, f"{config.context_size:,} tokens: as set")
+        #: Why the context has its size (``lmc doctor``, ``--verbose``, ``%tokens``).
+        self.context_reason = choice.reason
         kwargs: dict[str, Any] = {
             "model_path": str(self.model_path),
-            "n_ctx": config.context_size,
+            "n_ctx": choice.size,
             "n_gpu_layers": gpu_layers,
             "seed": config.seed if config.seed is not None else _RANDOM_SEED,
             "verbose": config.verbose,
             # A full-size sliding-window cache, so that any prefix of the context can be kept.
             "swa_full": True,
+            # Without it llama.cpp reserves attention buffers that grow with the context
+            # faster than the KV cache itself (128 KiB a token for gpt-oss-20b).
+            "flash_attn": True,
         }
         if config.threads:
             kwargs["n_threads"] = kwargs["n_threads_batch"] = config.threads
-        if not self.model_path.is_file():
-            raise BackendError(f"no model file at {self.model_path}")
         _route_llama_logs(verbose=config.verbose)
         with _llama_errors(f"load the model {self.model_path}"):
             # Any: llama-cpp-python's internals used here (_ctx, input_ids) are untyped.
@@ -133,6 +146,9 @@ class LlamaCppBackend(Backend):
                 )
             self._stops[ids[0]] = reason
         self._piece_cache: dict[int, bytes] = {}
+        #: How many leading ids of the token log the KV cache is known to hold.
+        self._kv_known = 0
+        self._prefix_ids: tuple[str, list[int]] | None = None  # the fixed prefix, tokenized
         self._utf8: Utf8Filter | None = None
         self._log = TokenLog(m.encode() for m in tokens.SPECIAL_TOKENS)
         self._prefix_cache: PrefixStateCache | None = None
@@ -172,9 +188,10 @@ class LlamaCppBackend(Backend):
         data = prompt.encode("utf-8")
         reused, offset = self._log.reusable(data)
         self._log.truncate(len(reused))
+        self._kv_known = min(self._kv_known, len(reused))
         for token in self._tokenize(data[offset:]):
             self._log.append(token, self._piece(token), special=token in self._markers)
-        ids = list(self._log.ids)
+        ids = self._log.ids[:]
         if not ids:
             raise BackendError("the prompt is empty")
         if len(ids) > self.context_size:
@@ -273,6 +290,7 @@ class LlamaCppBackend(Backend):
                     break
                 with _llama_errors("evaluate a token"):
                     llm.eval([token])
+                self._kv_known = llm.n_tokens
             yield from pieces.flush()
         finally:
             generation.stop_reason = reason
@@ -283,15 +301,22 @@ class LlamaCppBackend(Backend):
     # ---------------------------------------------------------------------- KV cache
 
     def _kv_match(self, ids: Sequence[int]) -> int:
-        """How many of ``ids`` the KV cache already holds (at least one is left to evaluate)."""
+        """How many of ``ids`` the KV cache already holds (at least one is left to evaluate).
+
+        The first ``_kv_known`` ids are known to match (the log and the cache agree that far
+        and the prompt reused them), so only the ids after them are compared: the work is
+        in proportion to the new part of the prompt, not to the context.
+        """
         llm = self._llm
         n = min(llm.n_tokens, len(ids))
-        cached = llm.input_ids[:n].tolist()
-        keep = 0
-        while keep < n and cached[keep] == ids[keep]:
-            keep += 1
+        keep = min(self._kv_known, n)
+        if keep < n:
+            cached = llm.input_ids[keep:n].tolist()
+            base = keep
+            while keep < n and cached[keep - base] == ids[keep]:
+                keep += 1
         # Sampling needs the logits of the prompt's last token: evaluate it again.
-        return min(keep, len(ids) - 1)
+        return int(min(keep, len(ids) - 1))
 
     def _truncate_kv(self, keep: int) -> None:
         llm = self._llm
@@ -299,6 +324,7 @@ class LlamaCppBackend(Backend):
             llm._ctx.kv_cache_clear()
             keep = 0
         llm.n_tokens = min(keep, llm.n_tokens)
+        self._kv_known = min(self._kv_known, llm.n_tokens)
 
     def _eval(self, ids: Sequence[int], cancelled: Any) -> bool:
         """Evaluate in batches, checking for cancellation between them."""
@@ -309,6 +335,7 @@ class LlamaCppBackend(Backend):
                 return False
             with _llama_errors("evaluate the prompt"):
                 llm.eval(ids[start : start + step])
+            self._kv_known = llm.n_tokens  # ids continue the log from the cache's end
         return True
 
     def _use_prefix_cache(
@@ -319,7 +346,10 @@ class LlamaCppBackend(Backend):
         end = prefix_end(prompt)
         if end == 0:
             return keep, 0
-        prefix_ids = self._tokenize(prompt[:end].encode("utf-8"))
+        prefix = prompt[:end]
+        if self._prefix_ids is None or self._prefix_ids[0] != prefix:
+            self._prefix_ids = (prefix, self._tokenize(prefix.encode("utf-8")))
+        prefix_ids = self._prefix_ids[1]
         n = len(prefix_ids)
         if keep >= n or n >= len(ids) or ids[:n] != prefix_ids:
             return keep, 0
@@ -347,12 +377,14 @@ class LlamaCppBackend(Backend):
         lib, llm = self._lib, self._llm
         llm._ctx.kv_cache_clear()
         llm.n_tokens = 0
+        self._kv_known = 0
         buffer = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
         if not lib.llama_state_seq_set_data(llm.ctx, buffer, len(payload), 0):
             llm._ctx.kv_cache_clear()
             return False
         llm.input_ids[: len(prefix_ids)] = prefix_ids
         llm.n_tokens = len(prefix_ids)
+        self._kv_known = llm.n_tokens  # the prefix ids are the log's first ids (checked)
         return True
 
     # ---------------------------------------------------------------------- sampling

@@ -148,3 +148,16 @@ def test_object_end_scanner_follows_strings_and_nesting() -> None:
         assert not scanner.done
         scanner.feed(part)
     assert scanner.done
+
+
+def test_replayed_arguments_outside_the_grammar_lift_it_instead_of_crashing(
+    backend: LlamaCppBackend,
+) -> None:
+    """A replay (or anything not sampled under the grammar) may write arguments the schema
+    forbids; llama.cpp aborts on such a token, so the grammar steps aside."""
+    completion = HEADERS[0] + 'print("not json")<|call|>'
+    backend.replay = ReplayScript([completion])
+    generation = backend.generate(
+        user_prompt("go"), SamplingSettings(seed=1, argument_schemas=SCHEMAS)
+    )
+    assert "".join(p.text for p in generation) == completion
