@@ -19,7 +19,6 @@ converter cannot handle fall back to free sampling (the loop still checks the ar
 
 from __future__ import annotations
 
-import codecs
 import ctypes
 import json
 import re
@@ -83,22 +82,57 @@ class JsonObjectEnd:
                     self.done = True
 
 
-#: What a character begun but not finished still accepts, each as a prefix that needs it:
-#: nothing pending, then 1, 2 or 3 continuation bytes owed, and the leads whose next byte
-#: has a narrower range (E0, ED, F0, F4).
-_STATES: Final = (b"", b"\xc3", b"\xe1", b"\xe0", b"\xed", b"\xf1", b"\xf0", b"\xf4")
+#: What the next byte may be, as (continuation bytes owed, lowest, highest): nothing owed,
+#: then 1, 2 or 3 owed, and the leads whose next byte has a narrower range (E0, ED, F0, F4;
+#: RFC 3629's table, so no overlong forms and no surrogates).
+_RULES: Final = (
+    (0, 0, 0),
+    (1, 0x80, 0xBF),
+    (2, 0x80, 0xBF),
+    (2, 0xA0, 0xBF),
+    (2, 0x80, 0x9F),
+    (3, 0x80, 0xBF),
+    (3, 0x90, 0xBF),
+    (3, 0x80, 0x8F),
+)
+_CONTINUATION: Final = (0x80, 0xBF)
 
 
-def _state_of(pending: bytes) -> int:
-    """Which of :data:`_STATES` the incomplete bytes ``pending`` behave like."""
-    if not pending:
-        return 0
-    lead = pending[0]
-    size = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    need = size - len(pending)
-    if len(pending) == 1 and lead in (0xE0, 0xED, 0xF0, 0xF4):
-        return _STATES.index(bytes([lead]))
-    return {1: 1, 2: 2, 3: 5}[need]
+def _lead(byte: int) -> tuple[int, int, int] | None:
+    """The rule after a lead byte; None for a byte that cannot start a character."""
+    if byte < 0x80:
+        return _RULES[0]
+    if 0xC2 <= byte <= 0xDF:
+        return (1, *_CONTINUATION)
+    if byte == 0xE0:
+        return (2, 0xA0, 0xBF)
+    if byte == 0xED:
+        return (2, 0x80, 0x9F)
+    if 0xE1 <= byte <= 0xEF:
+        return (2, *_CONTINUATION)
+    if byte == 0xF0:
+        return (3, 0x90, 0xBF)
+    if 0xF1 <= byte <= 0xF3:
+        return (3, *_CONTINUATION)
+    if byte == 0xF4:
+        return (3, 0x80, 0x8F)
+    return None
+
+
+def _walk(state: int, data: bytes) -> int | None:
+    """The state after ``data`` read in ``state``, or None when it breaks UTF-8."""
+    need, lo, hi = _RULES[state]
+    for byte in data:
+        if need:
+            if not lo <= byte <= hi:
+                return None
+            need, lo, hi = need - 1, *_CONTINUATION
+            continue
+        rule = _lead(byte)
+        if rule is None:
+            return None
+        need, lo, hi = rule
+    return _RULES.index((need, lo, hi) if need else _RULES[0])
 
 
 class Utf8Filter:
@@ -107,8 +141,7 @@ class Utf8Filter:
     llama.cpp's grammar reads a token's bytes as UTF-8 but lets a byte token that breaks a
     character through (byte-level vocabularies have one per byte); JSON text must be valid
     UTF-8 and holds no control token. Whether each token may follow each kind of unfinished
-    character is worked out once per vocabulary (Python's own decoder decides); a step is
-    one vectorised lookup.
+    character is worked out once per vocabulary; a step is one vectorised lookup.
     """
 
     def __init__(self, pieces: Sequence[bytes]) -> None:
@@ -117,23 +150,16 @@ class Utf8Filter:
         n = len(pieces)
         # Tokens without text (control tokens, Harmony's markers) are never allowed: the
         # grammar would read their names as string characters.
-        self._allowed = np.zeros((len(_STATES), n), dtype=bool)
+        self._allowed = np.zeros((len(_RULES), n), dtype=bool)
         for token, data in enumerate(pieces):
             if not data:
                 continue
-            states = range(len(_STATES)) if 0x80 <= data[0] <= 0xBF else (0,)
+            states = range(len(_RULES)) if 0x80 <= data[0] <= 0xBF else (0,)
             for state in states:
-                try:
-                    decoder = codecs.getincrementaldecoder("utf-8")()
-                    decoder.decode(_STATES[state] + data, final=False)
-                except UnicodeDecodeError:
-                    continue
-                self._allowed[state, token] = True
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                self._allowed[state, token] = _walk(state, data) is not None
         self._state = 0
 
     def reset(self) -> None:
-        self._decoder.reset()
         self._state = 0
 
     def apply(self, cur_p: Any) -> None:
@@ -150,8 +176,7 @@ class Utf8Filter:
 
     def accept(self, data: bytes) -> None:
         """The sampled token's bytes: what the unfinished character (if any) needs now."""
-        self._decoder.decode(data)
-        self._state = _state_of(self._decoder.getstate()[0])
+        self._state = _walk(self._state, data) or 0
 
 
 def _any_candidate(cur_p: Any) -> bool:

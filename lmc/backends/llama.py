@@ -252,7 +252,8 @@ class LlamaCppBackend(Backend):
             if settings.argument_schemas
             else None
         )
-        sampler = self._sampler(settings, forced, generation, grammar)
+        sampler = self._sampler(settings, forced, generation)
+        constrained = False  # the chain has the grammar stage
         pieces = Utf8Pieces()
         reason = StopReason.END_OF_STREAM
         try:
@@ -273,6 +274,12 @@ class LlamaCppBackend(Backend):
                 marker = self._markers.get(token)
                 if grammar is not None:
                     grammar.accept(token, data, marker)
+                    if grammar.active and not constrained:
+                        # The chain gets its grammar stage only now: no callback per token
+                        # for the many generations that never call a function.
+                        sampler.close()
+                        sampler = self._sampler(settings, forced, generation, grammar)
+                        constrained = True
                 if marker is not None:
                     yield from pieces.special(marker)
                     if token in self._stops:

@@ -15,8 +15,10 @@ from typing import Any
 import jsonschema
 import pytest
 from conftest import user_prompt
+from hypothesis import given
+from hypothesis import strategies as st
 
-from lmc.backends._grammar import JsonObjectEnd, schema_grammar
+from lmc.backends._grammar import JsonObjectEnd, _walk, schema_grammar
 from lmc.backends.base import SamplingSettings
 from lmc.backends.llama import LlamaCppBackend
 from lmc.backends.replay import ReplayScript
@@ -161,3 +163,17 @@ def test_replayed_arguments_outside_the_grammar_lift_it_instead_of_crashing(
         user_prompt("go"), SamplingSettings(seed=1, argument_schemas=SCHEMAS)
     )
     assert "".join(p.text for p in generation) == completion
+
+
+@given(st.binary(max_size=12))
+def test_the_utf8_automaton_agrees_with_pythons_decoder(data: bytes) -> None:
+    """Complete text is accepted exactly when it is valid UTF-8 (no surrogates, no overlong
+    forms), and any prefix of valid text is accepted as unfinished."""
+    try:
+        data.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    assert (_walk(0, data) == 0) == valid
+    if valid:
+        assert all(_walk(0, data[:k]) is not None for k in range(len(data)))
