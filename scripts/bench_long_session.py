@@ -9,7 +9,7 @@ Each step the (replayed, tiny) model calls the python tool and the computer answ
 ``--baseline`` (a git ref, exported to a temporary directory and run in a subprocess):
 
 - per-step Python overhead: a stored conversation with about ``--small`` and ``--large``
-  tokens of history is resumed and 6 tool steps are run; a step's overhead is its wall time
+  tokens of history is resumed and 10 tool steps are run; a step's overhead is its wall time
   less the time spent inside llama.cpp (evaluating and sampling), the median over the steps
   after the first (which evaluates the resumed prompt once);
 - bytes tokenized over a ``--steps``-step loop from an empty conversation, against the size
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("LMC_BENCH_ROOT") or str(ROOT))
 sys.path.insert(1, str(ROOT / "scripts"))
 
-OVERHEAD_STEPS = 6
+OVERHEAD_STEPS = 10
 
 
 def call(i: int) -> str:
