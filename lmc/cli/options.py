@@ -160,6 +160,17 @@ VerboseOpt = Annotated[
     bool,
     typer.Option("--verbose", help="Show tracebacks and backend logs.", rich_help_panel=_OUTPUT),
 ]
+SttModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stt-model",
+        metavar="MODEL",
+        help="Speech-to-text model for audio: a faster-whisper directory, hf:REPO, or a size "
+        "name (tiny, base, small, ...) [default: base].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +192,7 @@ class SharedOptions:
     resume: str | None = None
     profile: str | None = None
     verbose: bool = False
+    stt_model: str | None = None
 
     def flags(self) -> dict[str, object]:
         """The settings these flags set, for :func:`lmc.config.load_settings`."""
@@ -197,4 +209,5 @@ class SharedOptions:
             "seed": self.seed,
             "gpu_layers": self.gpu_layers,
             "verbose": True if self.verbose else None,
+            "stt_model": self.stt_model,
         }
