@@ -9,9 +9,11 @@ Each step the (replayed, tiny) model calls the python tool and the computer answ
 ``--baseline`` (a git ref, exported to a temporary directory and run in a subprocess):
 
 - per-step Python overhead: a stored conversation with about ``--small`` and ``--large``
-  tokens of history is resumed and 10 tool steps are run; a step's overhead is its wall time
-  less the time spent inside llama.cpp (evaluating and sampling), the median over the steps
-  after the first (which evaluates the resumed prompt once);
+  tokens of history is resumed and 10 tool steps are run; a step's overhead is the CPU time
+  of the thread that runs the loop less the part spent inside llama.cpp (evaluating and
+  sampling; ``threads=1`` keeps that in the same thread), the median over the steps after
+  the first (which evaluates the resumed prompt once). CPU time, not wall time, so that other
+  processes on a shared machine do not show up as overhead;
 - bytes tokenized over a ``--steps``-step loop from an empty conversation, against the size
   of the final prompt.
 
@@ -61,7 +63,7 @@ class StubComputer:
         self.backend: Any = None
 
     def run(self, language: str, code: str) -> Iterable[dict[str, Any]]:
-        self.runs.append(time.perf_counter())
+        self.runs.append(time.thread_time())
         self.model_at_run.append(self.backend.model_seconds)
         yield {"role": "computer", "type": "console", "start": True}
         yield {"role": "computer", "type": "console", "format": "output", "content": self.text}
@@ -91,11 +93,11 @@ def timed_backend(model: Path, context: int, completions: list[str]) -> Any:
 
             class Sampler:
                 def sample(self, ctx: Any, idx: int) -> int:
-                    started = time.perf_counter()
+                    started = time.thread_time()
                     try:
                         return int(inner.sample(ctx, idx))
                     finally:
-                        backend.model_seconds += time.perf_counter() - started
+                        backend.model_seconds += time.thread_time() - started
 
                 def close(self) -> None:
                     inner.close()
@@ -107,11 +109,11 @@ def timed_backend(model: Path, context: int, completions: list[str]) -> Any:
     evaluate = backend._llm.eval
 
     def timed_eval(tokens: Any) -> Any:
-        started = time.perf_counter()
+        started = time.thread_time()
         try:
             return evaluate(tokens)
         finally:
-            backend.model_seconds += time.perf_counter() - started
+            backend.model_seconds += time.thread_time() - started
 
     backend._llm.eval = timed_eval
     return backend
