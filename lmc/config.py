@@ -12,7 +12,20 @@ given::
     reasoning = "low"
     max_tokens = 2048
 
-Environment variables are the key in capitals after ``LMC_`` (``LMC_CONTEXT_SIZE=16384``).
+MCP servers are ``[mcp.servers.NAME]`` tables (in a profile: ``[fast.mcp.servers.NAME]``,
+which adds to or replaces the top-level ones); see :mod:`lmc.mcp.config`. ``--mcp NAME``
+keeps only the servers named, ``--no-mcp`` none.
+
+The ``[sandbox]`` table is settings, not a profile (profiles may have their own
+``[NAME.sandbox]``)::
+
+    [sandbox]
+    mode = "workspace"      # or "read-only", "off"; absent: workspace where a sandbox works
+    network = false
+    hide = ["~/.config/secret-tool"]   # hidden besides ~/.ssh, ~/.aws, ...
+
+Environment variables are the key in capitals after ``LMC_`` (``LMC_CONTEXT_SIZE=16384``;
+for the sandbox ``LMC_SANDBOX``, ``LMC_NETWORK``, ``LMC_SANDBOX_HIDE`` (``:``-separated)).
 Flags win over everything. Every value is checked here, so a typo is one clear line, not a
 traceback deep in the agent.
 """
@@ -60,6 +73,12 @@ class Settings:
     instructions: str | None = None
     db_path: str | None = None
     verbose: bool = False
+    #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig`), after --mcp/--no-mcp.
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    sandbox: str | None = None  # None: workspace where a sandbox works, else off
+    network: bool = False
+    sandbox_hide: tuple[str, ...] = ()
+    workdir: str | None = None
     #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
     stt_model: str | None = None
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
@@ -127,6 +146,49 @@ def _optional(check: Callable[[str, object], Any]) -> Callable[[str, object], An
     return convert
 
 
+def _as_sandbox_mode(key: str, value: object) -> str:
+    from lmc.computer.sandbox.policy import check_mode
+
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be off, workspace or read-only, not {value!r}")
+    try:
+        return check_mode(value)
+    except ConfigError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+
+
+def _as_paths(key: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(part for part in value.split(os.pathsep) if part)
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise ConfigError(f"{key} must be a list of paths, not {value!r}")
+
+
+#: Tables that hold settings (``[sandbox]``), not profiles: table key -> setting.
+_SECTIONS: Final[Mapping[str, Mapping[str, str]]] = {
+    "sandbox": {"mode": "sandbox", "network": "network", "hide": "sandbox_hide"},
+}
+
+
+def _flatten(layer: Mapping[str, object], origin: str) -> dict[str, object]:
+    """``[sandbox] mode = ...`` as the flat setting ``sandbox``; a plain string too."""
+    flat: dict[str, object] = {}
+    for key, value in layer.items():
+        names = _SECTIONS.get(key)
+        if names is None or not isinstance(value, dict):
+            flat[key] = value
+            continue
+        for inner, raw in value.items():
+            if inner not in names:
+                known = ", ".join(names)
+                raise ConfigError(
+                    f"unknown setting '{key}.{inner}' in {origin}", hint=f"known: {known}"
+                )
+            flat[names[inner]] = raw
+    return flat
+
+
 _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "model": _optional(_as_str),
     "api_base": _optional(_as_str),
@@ -144,6 +206,10 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "instructions": _optional(_as_str),
     "db_path": _optional(_as_str),
     "verbose": _as_bool,
+    "sandbox": _optional(_as_sandbox_mode),
+    "network": _as_bool,
+    "sandbox_hide": _as_paths,
+    "workdir": _optional(_as_str),
     "stt_model": _optional(_as_str),
 }
 
@@ -191,12 +257,34 @@ def _apply(
     layer: Mapping[str, object],
     origin: str,
 ) -> None:
-    for key, raw in layer.items():
+    for key, raw in _flatten(layer, origin).items():
         if key not in _CONVERTERS:
             known = ", ".join(KEYS)
             raise ConfigError(f"unknown setting {key!r} in {origin}", hint=f"known: {known}")
         values[key] = _CONVERTERS[key](f"{key} ({origin})", raw)
         sources[key] = origin
+
+
+def _mcp_servers(section: object, origin: str) -> dict[str, Any]:
+    if section is None:
+        return {}
+    from lmc.mcp.config import parse_servers
+
+    return dict(parse_servers(section, origin))
+
+
+def _choose_mcp(servers: dict[str, Any], names: object, none: object) -> dict[str, Any]:
+    """``--no-mcp``: no server; ``--mcp NAME`` (repeatable): only those named."""
+    if none:
+        return {}
+    if not names:
+        return servers
+    chosen = [names] if isinstance(names, str) else list(names)  # type: ignore[call-overload]
+    unknown = [name for name in chosen if name not in servers]
+    if unknown:
+        known = ", ".join(sorted(servers)) or "none configured"
+        raise ConfigError(f"--mcp: no MCP server named {unknown[0]!r}", hint=f"servers: {known}")
+    return {name: servers[name] for name in chosen}
 
 
 def load_settings(
@@ -210,8 +298,16 @@ def load_settings(
     env = os.environ if env is None else env
     path = config_path(env) if path is None else path
     document = _read_file(path)
-    top = {k: v for k, v in document.items() if not isinstance(v, dict) and k != "profile"}
-    profiles = {k: v for k, v in document.items() if isinstance(v, dict)}
+    top = {
+        k: v
+        for k, v in document.items()
+        if (not isinstance(v, dict) or k in _SECTIONS) and k != "profile"
+    }
+    profiles = {
+        k: v
+        for k, v in document.items()
+        if isinstance(v, dict) and k not in _SECTIONS and k != "mcp"
+    }
 
     chosen = profile or env.get("LMC_PROFILE") or document.get("profile")
     if chosen is not None and not isinstance(chosen, str):
@@ -220,17 +316,21 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     _apply(values, sources, top, f"config file {path}")
+    servers = _mcp_servers(document.get("mcp"), f"config file {path}")
     if chosen:
         if chosen not in profiles:
             names = ", ".join(sorted(profiles)) or "none defined"
             raise ConfigError(f"no profile named {chosen!r} in {path}", hint=f"profiles: {names}")
-        _apply(values, sources, profiles[chosen], f"profile {chosen!r}")
+        layer = dict(profiles[chosen])
+        servers.update(_mcp_servers(layer.pop("mcp", None), f"profile {chosen!r}"))
+        _apply(values, sources, layer, f"profile {chosen!r}")
 
     from_env = {key: env[f"LMC_{key.upper()}"] for key in KEYS if f"LMC_{key.upper()}" in env}
     for key, raw in from_env.items():
         _apply(values, sources, {key: raw}, f"LMC_{key.upper()}")
 
     given = {k: v for k, v in (flags or {}).items() if v is not None}
+    values["mcp_servers"] = _choose_mcp(servers, given.pop("mcp", None), given.pop("no_mcp", None))
     _apply(values, sources, given, "flags")
     for key, origin in sources.items():
         if origin == "flags":

@@ -13,6 +13,7 @@ boundary that calls them, with ``raise ... from exc``.
     │   └── ServerError           an OpenAI-compatible server failed (connection, HTTP, SSE)
     ├── ComputerError         a kernel could not be started or driven
     ├── ConfigError           bad configuration (file, profile, environment, flag)
+    │   └── SandboxUnavailableError  a sandbox was asked for and no working tool is here
     ├── StorageError          the conversation database failed
     └── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
         └── SpeechModelNotFoundError  no speech-to-text model, or it could not be downloaded
@@ -29,6 +30,7 @@ __all__ = [
     "LmcError",
     "MessageError",
     "ModelNotFoundError",
+    "SandboxUnavailableError",
     "ServerError",
     "SpeechModelNotFoundError",
     "StorageError",
@@ -89,6 +91,10 @@ class ConfigError(LmcError):
 
 class StorageError(LmcError):
     """The conversation database could not be read or written."""
+
+
+class SandboxUnavailableError(ConfigError):
+    """A sandbox was asked for explicitly, and this machine has no working sandbox tool."""
 
 
 class VoiceError(LmcError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -34,6 +34,7 @@ from lmc.messages import Chunk, Message, validate_message
 
 if TYPE_CHECKING:
     from lmc.computer import Computer
+    from lmc.mcp.tools import McpTools
 
 __all__ = ["Interpreter"]
 
@@ -49,6 +50,14 @@ class Interpreter:
     that stops there (``break``) runs nothing, and asking for the next chunk runs the code.
     ``confirm`` is asked first when given: True runs, False declines (the model is told), a
     string runs that edited code instead.
+
+    ``mcp_servers`` maps a name to an MCP server (an :class:`lmc.mcp.McpServerConfig`, or a
+    table as in config.toml: ``{"command": ..., "args": [...]}`` or ``{"url": ...}``); their
+    tools are offered to the model as ``functions.NAME__TOOL`` and confirmed like code (the
+    block is ``{"type": "tool_call", "format": "NAME.TOOL", "content": ARGUMENTS_JSON}``).
+    ``sandbox`` (``"workspace"``, ``"read-only"``, ``"off"``; None: workspace where a sandbox
+    works), ``network`` and ``workdir`` say how the code is contained (see
+    :class:`lmc.Computer`); :meth:`set_sandbox` changes them during a conversation.
     """
 
     def __init__(
@@ -73,6 +82,11 @@ class Interpreter:
         computer: Computer | ComputerLike | None = None,
         backend: Backend | None = None,
         output_limit: int = 6_000,
+        mcp_servers: Mapping[str, Any] | None = None,
+        sandbox: str | None = None,
+        network: bool = False,
+        workdir: str | Path | None = None,
+        sandbox_hide: tuple[str, ...] | list[str] = (),
         stt_model: str | None = None,
     ) -> None:
         if max_steps < 1:
@@ -99,6 +113,16 @@ class Interpreter:
             gpu_layers=gpu_layers,
             seed=seed,
         )
+        self._sandbox: dict[str, Any] = {
+            "sandbox": sandbox,
+            "network": network,
+            "workdir": workdir,
+            "hide": tuple(sandbox_hide),
+        }
+        if sandbox is not None and computer is None:
+            from lmc.computer.sandbox import resolve_policy
+
+            resolve_policy(sandbox, network=network, workdir=workdir)  # fail now, not later
         self._backend = backend
         self._owns_backend = backend is None
         self._computer = computer
@@ -111,6 +135,18 @@ class Interpreter:
         # The last turn's stream, weakly: a consumer that drops it closes it at once.
         self._active: weakref.ref[Generator[Chunk, None, None]] | None = None
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
+        self.tools: McpTools | None = None
+        if mcp_servers:
+            from lmc.mcp.config import McpServerConfig, parse_server
+            from lmc.mcp.tools import McpTools
+
+            configs = {
+                name: value
+                if isinstance(value, McpServerConfig)
+                else parse_server(name, value, "mcp_servers")
+                for name, value in mcp_servers.items()
+            }
+            self.tools = McpTools(configs)
         self._loop = Loop(
             backend=self._get_backend,
             computer=lambda: self.computer,
@@ -126,6 +162,7 @@ class Interpreter:
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
+            tools=self.tools,
         )
         if conversation_id is not None:
             self._resume(conversation_id)
@@ -133,7 +170,11 @@ class Interpreter:
     # -- the pieces, created when first needed ------------------------------------------------
 
     def load(self) -> None:
-        """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner."""
+        """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner.
+
+        MCP servers start in the background meanwhile."""
+        if self.tools is not None:
+            self.tools.start()
         self._get_backend()
 
     def _get_backend(self) -> Backend:
@@ -153,8 +194,22 @@ class Interpreter:
         if self._computer is None:
             from lmc.computer import Computer
 
-            self._computer = Computer()
+            self._computer = Computer(**self._sandbox)
         return self._computer
+
+    def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
+        """Change how code is contained; the kernels restart (returns the languages whose
+        state was lost; the model is told at its next run)."""
+        computer = self.computer
+        change = getattr(computer, "set_sandbox", None)
+        if change is None:
+            raise LmcError("this computer has no sandbox to change")
+        lost: list[str] = change(mode, network=network)
+        policy = getattr(computer, "sandbox", None)
+        if policy is not None:
+            self._sandbox["sandbox"] = policy.mode
+            self._sandbox["network"] = policy.network
+        return lost
 
     @property
     def store(self) -> ConversationStore:
@@ -249,9 +304,14 @@ class Interpreter:
 
         cwd = getattr(self._computer, "cwd", None)
         cwd = str(cwd) if cwd is not None else None
-        key = (date.today(), self.reasoning, self.instructions, cwd)
+        extra = self.tools.descriptions() if self.tools is not None else []
+        names = tuple(tool.name for tool in extra)
+        key = (date.today(), self.reasoning, self.instructions, cwd, names)
         if self._prefix_cache is None or self._prefix_cache[0] != key:
-            messages = [system_message(self.reasoning), developer_message(self.instructions, cwd)]
+            messages = [
+                system_message(self.reasoning),
+                developer_message(self.instructions, cwd, extra),
+            ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
             # Function arguments are sampled under a grammar from these schemas (llama.cpp).
             self._loop.settings.sampling.argument_schemas = argument_schemas(messages)
@@ -392,7 +452,10 @@ class Interpreter:
         return None if self._cancel.is_set() else text
 
     def _prestart(self) -> None:
-        """Start the python kernel in the background while the model loads and writes."""
+        """Start the python kernel (and the MCP servers) in the background while the model
+        loads and writes."""
+        if self.tools is not None:
+            self.tools.start()
         prestart = getattr(self.computer, "prestart", None)
         if prestart is not None:
             prestart(["python"])
@@ -400,6 +463,8 @@ class Interpreter:
     def cancel(self) -> None:
         """Stop the model (or the running code) from another thread; the turn ends quietly."""
         self._cancel.set()
+        if self.tools is not None:
+            self.tools.cancel()
         if self._loop.running and self._computer is not None:
             self._computer.interrupt()
 
@@ -416,6 +481,8 @@ class Interpreter:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self.tools is not None:
+            self.tools.close()
 
     def __enter__(self) -> Interpreter:
         return self

@@ -7,7 +7,12 @@ from typing import TextIO
 
 from lmc.messages import Chunk
 
-__all__ = ["JsonRenderer"]
+__all__ = ["JsonRenderer", "chunk_json"]
+
+
+def chunk_json(chunk: Chunk) -> str:
+    """One chunk as ``lmc run --json`` writes it (and ``lmc serve`` sends it), no newline."""
+    return json.dumps(chunk, ensure_ascii=False)
 
 
 class JsonRenderer:
@@ -17,7 +22,7 @@ class JsonRenderer:
         self.out = out
 
     def feed(self, chunk: Chunk) -> None:
-        self.out.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+        self.out.write(chunk_json(chunk) + "\n")
         self.out.flush()
 
     def close(self) -> None:
