@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,7 @@ class LlamaCppBackend(Backend):
         self.model_path = Path(model_path)
         self.config = config
         self.replay = replay
+        self._callbacks = _CallbackErrors()
         gpu_layers = config.gpu_layers
         if gpu_layers is None:
             gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
@@ -268,6 +269,7 @@ class LlamaCppBackend(Backend):
                     break
                 with _llama_errors("sample a token"):
                     token = sampler.sample(llm._ctx, -1)
+                self._callbacks.reraise()  # a Ctrl-C that landed inside a sampler stage
                 generation.completion_tokens += 1
                 data = self._piece(token)
                 self._log.append(token, data, special=token in self._markers)
@@ -408,9 +410,11 @@ class LlamaCppBackend(Backend):
         new_sampler: Any = _internals.LlamaSampler  # untyped in llama-cpp-python
         sampler = new_sampler()
         if forced is not None:
-            sampler.add_custom(_forcing(forced, generation))
+            sampler.add_custom(self._callbacks.guard(_forcing(forced, generation)))
         if grammar is not None:
-            sampler.add_custom(_constraining(grammar, len(forced or ()), generation))
+            sampler.add_custom(
+                self._callbacks.guard(_constraining(grammar, len(forced or ()), generation))
+            )
         seed = settings.seed if settings.seed is not None else self.config.seed
         if settings.temperature <= 0:
             sampler.add_greedy()
@@ -468,6 +472,34 @@ class LlamaCppBackend(Backend):
             if len(ids) == 1:
                 markers[ids[0]] = marker
         return markers
+
+
+class _CallbackErrors:
+    """Exceptions raised inside a Python sampler stage, raised again once llama.cpp returns.
+
+    The stages run as ctypes callbacks, and ctypes cannot pass an exception back through C:
+    it prints "Exception ignored" and drops it. A Ctrl-C is a KeyboardInterrupt raised
+    wherever the main thread runs Python, so one that landed inside a stage (the replay's
+    forcing, the arguments' grammar) was lost and the model went on writing.
+    """
+
+    def __init__(self) -> None:
+        self._error: BaseException | None = None
+
+    def guard(self, stage: Callable[[Any], None]) -> Callable[[Any], None]:
+        def guarded(cur_p: Any) -> None:
+            try:
+                stage(cur_p)
+            except BaseException as exc:
+                if self._error is None:
+                    self._error = exc
+
+        return guarded
+
+    def reraise(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
 
 
 def _forcing(forced: list[int], generation: Generation) -> Any:

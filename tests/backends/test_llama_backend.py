@@ -284,3 +284,29 @@ def test_importing_lmc_backends_does_not_import_llama_cpp() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_ctrl_c_inside_a_sampler_stage_reaches_the_caller(make_backend, monkeypatch) -> None:
+    """A KeyboardInterrupt raised while llama.cpp runs a Python sampler stage (a ctypes
+    callback, which cannot pass exceptions through C) is raised once sampling returns."""
+    from lmc.backends import llama
+
+    real_forcing = llama._forcing
+
+    def forcing_that_is_interrupted(forced, generation):
+        apply = real_forcing(forced, generation)
+
+        def stage(cur_p) -> None:
+            if generation.completion_tokens == 10:
+                raise KeyboardInterrupt  # where a Ctrl-C lands when it hits the callback
+            apply(cur_p)
+
+        return stage
+
+    monkeypatch.setattr(llama, "_forcing", forcing_that_is_interrupted)
+    long = "<|channel|>final<|message|>" + "abcdefghij" * 20 + "<|return|>"
+    backend = make_backend([long, FINAL_COMPLETION])
+    seen: list[Piece] = []
+    with pytest.raises(KeyboardInterrupt):
+        seen.extend(backend.generate(user_prompt("x")))
+    assert len(seen) < 12, "the model went on writing after the interrupt"
