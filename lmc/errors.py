@@ -13,6 +13,7 @@ boundary that calls them, with ``raise ... from exc``.
     │   └── ServerError           an OpenAI-compatible server failed (connection, HTTP, SSE)
     ├── ComputerError         a kernel could not be started or driven
     ├── ConfigError           bad configuration (file, profile, environment, flag)
+    ├── InputError            what the person gave cannot be read (standard input not UTF-8)
     └── StorageError          the conversation database failed
 """
 
@@ -24,6 +25,7 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "HarmonyError",
+    "InputError",
     "LmcError",
     "MessageError",
     "ModelNotFoundError",
@@ -81,6 +83,10 @@ class ComputerError(LmcError):
 
 class ConfigError(LmcError):
     """The configuration (file, profile, environment or flag) is invalid."""
+
+
+class InputError(LmcError):
+    """What the person gave (standard input, an argument) cannot be read as text."""
 
 
 class StorageError(LmcError):

@@ -72,6 +72,7 @@ class Interpreter:
         computer: Computer | ComputerLike | None = None,
         backend: Backend | None = None,
         output_limit: int = 6_000,
+        verbose: bool = False,
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -94,6 +95,7 @@ class Interpreter:
             context_size=context_size,
             gpu_layers=gpu_layers,
             seed=seed,
+            verbose=verbose,  # the backend's own logs (llama.cpp's) on stderr
         )
         self._backend = backend
         self._owns_backend = backend is None

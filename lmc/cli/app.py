@@ -28,6 +28,7 @@ from lmc.cli.options import (
     SharedOptions,
     ShowReasoningOpt,
     TemperatureOpt,
+    TopPOpt,
     VerboseOpt,
     YesOpt,
 )
@@ -106,6 +107,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     resume: ResumeOpt = None,
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
+    top_p: TopPOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
@@ -128,6 +130,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         resume=resume,
         profile=profile,
         verbose=verbose,
+        top_p=top_p,
     )
     if ctx.invoked_subcommand is not None:
         ctx.obj = options
@@ -159,6 +162,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     resume: ResumeOpt = None,
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
+    top_p: TopPOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
     options = _shared(
@@ -179,6 +183,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             resume=resume,
             profile=profile,
             verbose=verbose,
+            top_p=top_p,
         ),
     )
     from lmc.cli.oneshot import run_once
@@ -275,4 +280,6 @@ def doctor_command(
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    from lmc.cli.streams import run_cli
+
+    run_cli(app)

@@ -14,8 +14,10 @@ from lmc.cli.session import (
     report,
     run_turn,
 )
-from lmc.errors import LmcError
+from lmc.cli.streams import check_text, read_stdin
+from lmc.errors import InputError, LmcError
 from lmc.terminal.confirm import Confirmer
+from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
 __all__ = ["run_once"]
 
@@ -27,15 +29,28 @@ def _stderr(text: str) -> None:
 
 def _read_prompt(prompt: str | None) -> str | None:
     if prompt is not None and prompt != "-":
-        return prompt
+        return check_text(prompt, "the prompt")
     if prompt is None and sys.stdin.isatty():
         return None
-    return sys.stdin.read()
+    return read_stdin()
 
 
 def run_once(prompt: str | None, options: SharedOptions) -> int:
-    """Ask once; 0 on a final answer, 3 without one, 1 on an error, 2 on bad usage."""
-    text = _read_prompt(prompt)
+    """Ask once; 0 on a final answer, 3 without one, 1 on an error, 2 on bad usage, 130 on
+    Ctrl-C and 128 + N on signal N (SIGTERM, SIGHUP), after the same orderly close."""
+    with terminate_like_interrupt():
+        try:
+            return _run_once(prompt, options)
+        except Terminated:
+            return exit_status(EXIT_INTERRUPTED)
+
+
+def _run_once(prompt: str | None, options: SharedOptions) -> int:
+    try:
+        text = _read_prompt(prompt)
+    except InputError as exc:
+        report(exc, verbose=options.verbose)
+        return EXIT_USAGE
     if text is None:
         _stderr('error: no prompt: give one (lmc run "...") or pipe it on standard input')
         return EXIT_USAGE
@@ -65,7 +80,8 @@ def run_once(prompt: str | None, options: SharedOptions) -> int:
         report(exc, verbose=verbose)
         return 1
     finally:
-        interpreter.close()
+        with closing():
+            interpreter.close()
     if turn.final_answer:
         return 0
     if turn.interrupted:

@@ -51,7 +51,8 @@ ReplayOpt = Annotated[
     typer.Option(
         "--replay",
         metavar="FILE",
-        help="Replay recorded completions (JSON file) through the model: for tests and demos.",
+        help="Replay recorded completions (a text file, one per line) through the model: "
+        "for tests and demos.",
         rich_help_panel=_MODEL,
         show_default=False,
     ),
@@ -107,6 +108,18 @@ TemperatureOpt = Annotated[
         help="Sampling temperature [default: 1.0].",
         rich_help_panel=_MODEL,
         show_default=False,
+    ),
+]
+TopPOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--top-p",
+        metavar="P",
+        help="Nucleus sampling: keep the likeliest tokens up to this probability [default: 1.0].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+        min=0.0,
+        max=1.0,
     ),
 ]
 SeedOpt = Annotated[
@@ -180,6 +193,7 @@ class SharedOptions:
     resume: str | None = None
     profile: str | None = None
     verbose: bool = False
+    top_p: float | None = None
 
     def flags(self) -> dict[str, object]:
         """The settings these flags set, for :func:`lmc.config.load_settings`."""
@@ -196,4 +210,5 @@ class SharedOptions:
             "seed": self.seed,
             "gpu_layers": self.gpu_layers,
             "verbose": True if self.verbose else None,
+            "top_p": self.top_p,
         }

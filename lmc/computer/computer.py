@@ -48,20 +48,18 @@ _KNOWN: Final = ", ".join(language.name for language in LANGUAGES)
 class Computer:
     """Runs code in Jupyter kernels (python, shell, javascript, r) and more.
 
-    ``timeout`` is the default per-run limit in seconds (None: no limit). ``open_html``
-    opens HTML in the browser; leave it off unless a person is at the terminal. ``cwd`` is
-    where kernels start (default: the current directory).
+    ``timeout`` is the default per-run limit in seconds (None: no limit). HTML comes out as
+    an HTML chunk for the consumer to show. ``cwd`` is where kernels start (default: the
+    current directory).
     """
 
     def __init__(
         self,
         *,
         timeout: float | None = None,
-        open_html: bool = False,
         cwd: str | Path | None = None,
     ) -> None:
         self.timeout = timeout
-        self.open_html = open_html
         self.cwd = None if cwd is None else Path(cwd)
         self._lock = threading.RLock()  # reentrant: interrupt() may run in a signal handler
         self._sessions: dict[str, KernelSession] = {}
@@ -139,7 +137,7 @@ class Computer:
         elif self._closed:
             yield output_chunk("This computer has been closed; no code can run on it.\n")
         elif resolved.runner == "html":
-            yield from run_html(code, open_browser=self.open_html)
+            yield from run_html(code)
         elif resolved.runner == "applescript":
             yield from self._applescript.run(code, timeout=timeout or self.timeout)
         elif _missing(resolved):
