@@ -125,7 +125,7 @@ class PlainRenderer(BlockRenderer):
         try:
             path, data = self.artifacts.save_image(fmt, content)
         except LmcError as exc:
-            self._note(f"[image: {exc}]")
+            self._note(f"[{exc}]")
             return
         self._note(f"[{describe_image(data)} saved to {path}]")
 
