@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import MakeInterpreter
+from agent_testing import MakeInterpreter
 from support.replay import write_replay
 
 from lmc.agent.storage import ConversationStore

@@ -28,8 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _shell_call(script: str) -> str:
     arguments = json.dumps({"code": script})
     return (
-        "<|channel|>commentary to=functions.shell <|constrain|>json"
-        f"<|message|>{arguments}<|call|>"
+        f"<|channel|>commentary to=functions.shell <|constrain|>json<|message|>{arguments}<|call|>"
     )
 
 

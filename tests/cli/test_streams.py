@@ -55,9 +55,7 @@ def test_json_chat_with_non_utf8_standard_input(
     lmc_env: dict[str, str], tiny_model: Path, tmp_path: Path
 ) -> None:
     replay = write_replay(tmp_path / "r.txt", [final("unused")])
-    result = _lmc(
-        lmc_env, "--json", "-m", str(tiny_model), "--replay", str(replay), stdin=NOT_UTF8
-    )
+    result = _lmc(lmc_env, "--json", "-m", str(tiny_model), "--replay", str(replay), stdin=NOT_UTF8)
     assert result.returncode == 1
     _one_line_not_utf8(result, "standard input")
 
@@ -68,9 +66,7 @@ def test_harmony_commands_with_non_utf8_standard_input(
 ) -> None:
     result = _lmc(lmc_env, "harmony", command, stdin=NOT_UTF8)
     assert result.returncode == 2
-    assert result.stderr.decode() == (
-        "lmc harmony: standard input is not UTF-8 text (byte 0xe9)\n"
-    )
+    assert result.stderr.decode() == ("lmc harmony: standard input is not UTF-8 text (byte 0xe9)\n")
 
 
 def test_a_closed_pipe_ends_run_quietly(

@@ -1,0 +1,39 @@
+"""``scripts/test [PYTEST ARGS]`` works for any choice of test directories.
+
+Every test directory has a ``conftest.py`` and none is a package, so all of them are the
+module ``conftest``: ``from conftest import X`` gets whichever was imported first. Helpers
+live in modules with their own names (``agent_testing``, ``backend_testing``, ...).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_no_test_imports_from_a_conftest() -> None:
+    offenders = [
+        str(path.relative_to(TESTS))
+        for path in TESTS.rglob("*.py")
+        if re.search(r"^\s*(from conftest import|import conftest)", path.read_text(), re.M)
+    ]
+    assert offenders == []
+
+
+def test_several_test_directories_collect_together() -> None:
+    directories = sorted(str(p) for p in TESTS.iterdir() if p.is_dir() and p.name != "fixtures")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        + directories,  # tests/agent first, then others: the order that broke
+        capture_output=True,
+        text=True,
+        cwd=TESTS.parent,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "error" not in result.stdout.splitlines()[-1]
