@@ -26,9 +26,9 @@ def test_no_test_imports_from_a_conftest() -> None:
 
 def test_several_test_directories_collect_together() -> None:
     directories = sorted(str(p) for p in TESTS.iterdir() if p.is_dir() and p.name != "fixtures")
+    collect = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-        + directories,  # tests/agent first, then others: the order that broke
+        [*collect, *directories],  # tests/agent first, then others: the order that broke
         capture_output=True,
         text=True,
         cwd=TESTS.parent,

@@ -82,9 +82,9 @@ def test_a_closed_pipe_ends_run_quietly(
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, **lmc_env, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
+    command = [sys.executable, "-m", "lmc", "run", "--json", "-y", "-m", str(tiny_model)]
     child = subprocess.Popen(
-        [sys.executable, "-m", "lmc", "run", "--json", "-y", "-m", str(tiny_model)]
-        + ["--replay", str(replay), "wait"],
+        [*command, "--replay", str(replay), "wait"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
