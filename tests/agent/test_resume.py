@@ -61,11 +61,14 @@ def run_and_kill(
     """Run a chat in a child process and SIGKILL it (and its kernels) at ``kill_when``."""
     replay = write_replay(tmp_path / "child-replay.txt", completions)
     db = tmp_path / "killed.db"
+    # SIGKILL leaves the kernels' connection files and temp dirs: they go under tmp_path.
+    (tmp_path / "tmp").mkdir()
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
+        "TMPDIR": str(tmp_path / "tmp"),
     }
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tiny_model), str(replay), str(db)],
