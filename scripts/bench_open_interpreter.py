@@ -16,6 +16,7 @@ and the same output loop). The ratio is what its tracking costs.
 
 from __future__ import annotations
 
+import importlib
 import os
 import statistics
 import sys
@@ -45,9 +46,11 @@ def _timed(language: Any, code: str) -> float:
 
 def main(argv: list[str]) -> None:
     n = int(argv[0]) if argv else 5_000_000
-    from interpreter.core.computer.terminal.languages.jupyter_language import JupyterLanguage
-
-    language = JupyterLanguage(_Computer())
+    # Imported by name: Open Interpreter lives in its own virtualenv, not in lmc's.
+    module: Any = importlib.import_module(
+        "interpreter.core.computer.terminal.languages.jupyter_language"
+    )
+    language = module.JupyterLanguage(_Computer())
     code = LOOP.format(n=n)
     try:
         os.environ["INTERPRETER_ACTIVE_LINE_DETECTION"] = "False"
