@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,3 +102,6 @@ def test_plain_chat_greets_once_and_opens_the_html(terminal: Terminal, tiny_mode
     assert terminal.opened_document().read_text() == "<h1>report</h1>"
     pane.send("C-d")
     pane.wait_for("LMC-EXITED rc=0", timeout=60)
+    # What the person typed is theirs alone.
+    assert stat.S_IMODE((terminal.data / "prompt_history").stat().st_mode) == 0o600
+    assert stat.S_IMODE(terminal.data.stat().st_mode) == 0o700
