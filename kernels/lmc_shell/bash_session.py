@@ -136,7 +136,7 @@ class BashSession(PipeSession):
         self._begin()
         quoted = shlex.quote(str(path))
         line = (
-            f"builtin echo S >&243; __lmc_file={quoted} __lmc_line= __lmc_sync=s; "
+            f"__lmc_intr=; builtin echo S >&243; __lmc_file={quoted} __lmc_line= __lmc_sync=s; "
             f"builtin . {quoted} 0</dev/null 1>&241 2>&242\n"
         )
         try:

@@ -29,7 +29,20 @@ __lmc_file=- __lmc_line= __lmc_sync= __lmc_last=
 # run the trap at all); reports come only from the main shell and the running block's file.
 # bash keeps $? across a trap but not $_, so the trap saves it and ends on a command whose
 # last argument is the saved value.
+#
+# Interrupts. bash's own SIGINT handling abandons the block by jumping to the top level, but
+# when the signal lands while a trap runs (and a busy loop spends most of its time in the
+# DEBUG trap) the jump ends only the trap and the loop goes on: about one interrupt in seven
+# was lost that way. A trapped signal is never lost (bash runs the INT trap once the DEBUG
+# trap is over), so SIGINT only sets __lmc_intr, and the DEBUG trap, before the next command,
+# returns 2: with extdebug that makes bash `return` from the function or sourced file it is
+# in, so the block unwinds level by level back to the prompt with the shell's state intact.
+# Foreground children still get SIGINT (the kernel signals the whole process group) and
+# a `wait` returns at once. PROMPT_COMMAND reports an interrupted block as status 130.
 set -T
-trap '__lmc_last=$_; [[ $BASH_SUBSHELL == 0 && ${BASH_SOURCE[0]-} == "$__lmc_file" && $LINENO != "$__lmc_line" ]] && { __lmc_line=$LINENO; builtin echo "L$LINENO" >&243; [[ -z $__lmc_sync ]] || builtin read -r -n 1 -u 244 __lmc_sync || __lmc_sync=; }; : "$__lmc_last"' DEBUG
+shopt -s extdebug
+__lmc_intr=
+trap '__lmc_intr=1' INT
+trap '__lmc_last=$_; [[ -z $__lmc_intr ]] || builtin return 2; [[ $BASH_SUBSHELL == 0 && ${BASH_SOURCE[0]-} == "$__lmc_file" && $LINENO != "$__lmc_line" ]] && { __lmc_line=$LINENO; builtin echo "L$LINENO" >&243; [[ -z $__lmc_sync ]] || builtin read -r -n 1 -u 244 __lmc_sync || __lmc_sync=; }; : "$__lmc_last"' DEBUG
 
-declare -r PROMPT_COMMAND='builtin echo "D$?" >&243'
+declare -r PROMPT_COMMAND='__lmc_status=$?; [[ -z $__lmc_intr ]] || __lmc_status=130; __lmc_intr=; builtin echo "D$__lmc_status" >&243'

@@ -12,8 +12,10 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -73,6 +75,22 @@ def children_get_default_sigint() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def dying_with_parent(argv: list[str]) -> list[str]:
+    """``argv`` run so that it gets SIGKILL when the kernel dies (Linux, util-linux setpriv).
+
+    The child runs in a session of its own, so nothing else ends it if the kernel is killed
+    outright (SIGKILL, the out-of-memory killer, a client's ``shutdown_kernel(now=True)``):
+    a busy bash would spin on, orphaned. ``setpriv --pdeathsig`` sets ``PR_SET_PDEATHSIG``
+    and execs the command in place (the pid stays the child's); it is tied to the thread that
+    started the child, the kernel's main thread, which lives as long as the kernel. A
+    ``preexec_fn`` could do the same without setpriv, but is unsafe in a threaded process.
+    """
+    if not sys.platform.startswith("linux"):
+        return argv
+    setpriv = shutil.which("setpriv")
+    return argv if setpriv is None else [setpriv, "--pdeathsig", "KILL", "--", *argv]
 
 
 class OutputStream:
@@ -144,7 +162,7 @@ class PipeSession:
         err_read, err_write = os.pipe()
         with children_get_default_sigint():
             self._process = subprocess.Popen(
-                argv,
+                dying_with_parent(argv),
                 stdin=stdin,
                 stdout=out_write,
                 stderr=err_write,

@@ -60,6 +60,43 @@ class Run:
         return [c for t, c, _ in self.messages if t == "error"]
 
 
+def _parents() -> dict[int, int]:
+    """Every live (not zombie) process's parent, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def descendants(pid: int) -> set[int]:
+    """``pid``'s live children, their children, and so on."""
+    parents = _parents()
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def wait_gone(pids: set[int], timeout: float) -> set[int]:
+    """Wait until none of ``pids`` is alive; return those still alive at the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = pids & set(_parents())
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
+
+
 class KernelDriver:
     """A started kernel and its client, run one execute request at a time."""
 
@@ -93,22 +130,33 @@ class KernelDriver:
             if msg_type != "execute_input":
                 run.messages.append((msg_type, content, time.monotonic() - start))
         reply = self.client.get_shell_msg(timeout=timeout)
-        assert reply["parent_header"]["msg_id"] == msg_id
+        while reply["parent_header"].get("msg_id") != msg_id:  # e.g. a repeated kernel_info's
+            reply = self.client.get_shell_msg(timeout=timeout)
         run.reply = reply["content"]
         return run
 
 
 @contextmanager
 def running_kernel(name: str) -> Iterator[KernelDriver]:
-    """Start kernel ``name`` from kernels/ (not the user's Jupyter) and shut it down after."""
+    """Start kernel ``name`` from kernels/ (not the user's Jupyter) and shut it down after.
+
+    The shutdown is the kernel's own (a shutdown request, so it ends its children), and
+    afterwards every process the kernel had started must be gone: a test never leaves one
+    behind.
+    """
     specs = KernelSpecManager(kernel_dirs=[str(KERNELS)], ensure_native_kernel=False)
     manager = KernelManager(kernel_name=name, kernel_spec_manager=specs)
     manager.start_kernel()
     client = manager.client()
     client.start_channels()
+    started: set[int] = set()
     try:
         client.wait_for_ready(timeout=60)
         yield KernelDriver(manager, client)
     finally:
+        pid = manager.provisioner.process.pid if manager.provisioner else None
+        if pid is not None:
+            started = descendants(pid)
         client.stop_channels()
-        manager.shutdown_kernel(now=True)
+        manager.shutdown_kernel(now=False)
+    assert wait_gone(started, timeout=10) == set(), "the kernel left processes behind"

@@ -132,11 +132,31 @@ def test_interrupt_stops_the_command_and_keeps_the_shell(shell: KernelDriver) ->
 
 
 def test_interrupt_stops_a_builtin_loop_inside_a_function(shell: KernelDriver) -> None:
+    frames = shell.run('echo "${FUNCNAME[*]}|${BASH_SOURCE[*]##*/}"').text()
     run = shell.run("spin() { while :; do :; done; }\nspin\necho no", interrupt_after=0.5)
     assert run.errors[0]["ename"] == "KeyboardInterrupt"
     assert "no" not in run.text()
-    # back at top level: inside a block the only frame is the `.` that runs it
-    assert shell.run('echo "${FUNCNAME[*]}"').text() == "source\n"
+    # back at top level: the next block's call stack is a fresh block's, nothing left of spin
+    after = shell.run('echo "${FUNCNAME[*]}|${BASH_SOURCE[*]##*/}"').text()
+    assert after.split("|")[0] == frames.split("|")[0] == ""
+
+
+def test_busy_loops_of_every_kind_are_interrupted(shell: KernelDriver) -> None:
+    shell.run("kept=yes")
+    loops = [
+        "while :; do :; done",
+        "f() { g; echo after; }; g() { while :; do :; done; }; f; echo after",
+        "eval 'while :; do :; done'; echo after",
+        "while :; do ((i++)); done",
+        "while :; do :; done | cat",
+        "( while :; do :; done ); echo after",
+        "sleep 30 & wait; echo after",
+    ]
+    for code in loops:
+        run = shell.run(code, interrupt_after=0.3, timeout=10)
+        assert run.errors[0]["ename"] == "KeyboardInterrupt", code
+        assert "after" not in run.text(), code
+    assert shell.run("echo $kept").text() == "yes\n"
 
 
 def test_background_jobs_survive_an_interrupt(shell: KernelDriver) -> None:
@@ -194,3 +214,26 @@ def test_empty_code_is_a_no_op(shell: KernelDriver) -> None:
     run = shell.run("   \n")
     assert run.reply["status"] == "ok"
     assert run.messages == []
+
+
+def test_bash_dies_with_a_kernel_killed_outright() -> None:
+    """Killed with SIGKILL, the kernel cannot close bash; bash must not spin on orphaned."""
+    import os
+    import signal
+    import sys
+
+    from kernel_testing import wait_gone
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux's")
+    with running_kernel("lmc_shell") as shell:
+        bash = int(shell.run("echo $$").text())
+        msg_id = shell.client.execute("while :; do :; done")  # busy when the kernel dies
+        while True:
+            msg = shell.client.get_iopub_msg(timeout=30)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == (
+                "lmc_active_line"
+            ):
+                break
+        os.kill(shell.manager.provisioner.process.pid, signal.SIGKILL)
+        assert wait_gone({bash}, timeout=10) == set(), "bash outlived its kernel"
