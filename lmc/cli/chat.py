@@ -81,19 +81,20 @@ def chat(options: SharedOptions) -> int:
         if isinstance(session, int):
             return session
         try:
-            return _chat(
+            status = _chat(
                 session.interpreter,
                 session.output,
                 session.settings,
                 resumed=session.conversation_id is not None,
             )
         except LmcError as exc:
-            return report(exc, verbose=session.settings.verbose)
+            status = report(exc, verbose=session.settings.verbose)
         except Terminated:
-            return exit_status(0)
+            status = 0
         finally:
             with closing():
                 session.interpreter.close()
+        return exit_status(status)  # 128 + N after SIGTERM/SIGHUP, even one during the close
 
 
 def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool) -> int:

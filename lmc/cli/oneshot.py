@@ -40,9 +40,10 @@ def run_once(prompt: str | None, options: SharedOptions) -> int:
     Ctrl-C and 128 + N on signal N (SIGTERM, SIGHUP), after the same orderly close."""
     with terminate_like_interrupt():
         try:
-            return _run_once(prompt, options)
+            status = _run_once(prompt, options)
         except Terminated:
-            return exit_status(EXIT_INTERRUPTED)
+            status = EXIT_INTERRUPTED
+        return exit_status(status)  # also for a signal that came while lmc was closing
 
 
 def _run_once(prompt: str | None, options: SharedOptions) -> int:
