@@ -61,6 +61,8 @@ class Settings:
     instructions: str | None = None
     db_path: str | None = None
     verbose: bool = False
+    #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
+    stt_model: str | None = None
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -143,6 +145,7 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "instructions": _optional(_as_str),
     "db_path": _optional(_as_str),
     "verbose": _as_bool,
+    "stt_model": _optional(_as_str),
 }
 
 KEYS: Final = tuple(_CONVERTERS)

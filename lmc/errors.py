@@ -14,7 +14,9 @@ boundary that calls them, with ``raise ... from exc``.
     ├── ComputerError         a kernel could not be started or driven
     ├── ConfigError           bad configuration (file, profile, environment, flag)
     ├── InputError            what the person gave cannot be read (standard input not UTF-8)
-    └── StorageError          the conversation database failed
+    ├── StorageError          the conversation database failed
+    └── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
+        └── SpeechModelNotFoundError  no speech-to-text model, or it could not be downloaded
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ __all__ = [
     "MessageError",
     "ModelNotFoundError",
     "ServerError",
+    "SpeechModelNotFoundError",
     "StorageError",
+    "VoiceError",
 ]
 
 
@@ -91,3 +95,11 @@ class InputError(LmcError):
 
 class StorageError(LmcError):
     """The conversation database could not be read or written."""
+
+
+class VoiceError(LmcError):
+    """Audio could not be turned into text: not WAV, empty, no speech, or the model failed."""
+
+
+class SpeechModelNotFoundError(VoiceError):
+    """No speech-to-text model was found, or it could not be downloaded."""

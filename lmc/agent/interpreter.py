@@ -15,6 +15,7 @@ it) so that the same clean-up runs before its next ``chat``.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections.abc import Callable, Generator
@@ -73,6 +74,7 @@ class Interpreter:
         backend: Backend | None = None,
         output_limit: int = 6_000,
         verbose: bool = False,
+        stt_model: str | None = None,
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -88,6 +90,8 @@ class Interpreter:
         self.reasoning = reasoning
         self.instructions = instructions
         self.renderer = renderer
+        #: The speech-to-text model for audio messages (``--stt-model``; None: the default).
+        self.stt_model = stt_model
         self.config = BackendConfig(
             model=model,
             api_base=api_base,
@@ -280,7 +284,12 @@ class Interpreter:
         display: bool = True,
         confirm: Confirm | None = None,
     ) -> Generator[Chunk, None, None] | list[Message]:
-        """One turn: stream LMC chunks (``stream=True``) or return the new messages."""
+        """One turn: stream LMC chunks (``stream=True``) or return the new messages.
+
+        An ``audio`` message (WAV as base64) is transcribed first: the transcript comes out as
+        the person's message chunks (start, content, end), then the turn goes on as if it had
+        been typed, and it is stored as that message (and, unstreamed, returned first).
+        """
         if isinstance(message, str):
             user: Message = {"role": "user", "type": "message", "content": message}
         else:
@@ -290,12 +299,14 @@ class Interpreter:
         renderer: Renderer | None = None
         if display:
             renderer = self.renderer if self.renderer is not None else PlainRenderer()
+        audio = self._audio_of(user)
         self._finish_abandoned_turn()
-        chunks = self._turn(user, self._decider(confirm, stream, renderer), renderer)
+        chunks = self._turn(user, self._decider(confirm, stream, renderer), renderer, audio)
         self._active = weakref.ref(chunks)
         if stream:
             return chunks
-        start = len(self.messages) + 1  # after the person's message
+        # After the person's message, unless it was heard: then its transcript is news.
+        start = len(self.messages) + (1 if audio is None else 0)
         try:
             for _chunk in chunks:
                 pass
@@ -332,16 +343,27 @@ class Interpreter:
         return decide
 
     def _turn(
-        self, user: Message, decide: Decide, renderer: Renderer | None
+        self, user: Message, decide: Decide, renderer: Renderer | None, audio: bytes | None
     ) -> Generator[Chunk, None, None]:
         if not self._busy.acquire(blocking=False):
             raise LmcError("this Interpreter is already in a chat; one turn at a time")
         try:
             self._prestart()
+            heard: list[Chunk] = []
+            if audio is not None:
+                text = self._hear(audio)
+                if text is None:
+                    return  # cancelled while listening: nothing was said, nothing stored
+                user = {"role": "user", "type": "message", "content": text}
+                heard = [
+                    {"role": "user", "type": "message", "start": True},
+                    {"role": "user", "type": "message", "content": text},
+                    {"role": "user", "type": "message", "end": True},
+                ]
             harmony = user_harmony(user["content"]) if user["type"] == "message" else None
             turn = self._loop.turn(user, harmony or "", decide)
             try:
-                for chunk in turn:
+                for chunk in itertools.chain(heard, turn):
                     if renderer is not None:
                         renderer.feed(chunk)
                     yield chunk
@@ -351,6 +373,23 @@ class Interpreter:
                     renderer.close()
         finally:
             self._busy.release()
+
+    @staticmethod
+    def _audio_of(user: Message) -> bytes | None:
+        """The WAV bytes of an audio message (checked now: bad audio fails before the turn)."""
+        if user["type"] != "audio":
+            return None
+        from lmc.voice.audio import wav_from_base64
+
+        return wav_from_base64(user["content"])
+
+    def _hear(self, audio: bytes) -> str | None:
+        """The transcript of ``audio``; None when :meth:`cancel` was called meanwhile."""
+        from lmc.voice import transcribe_wav
+
+        self._cancel.clear()
+        text = transcribe_wav(audio, self.stt_model, cancel=self._cancel)
+        return None if self._cancel.is_set() else text
 
     def _prestart(self) -> None:
         """Start the python kernel in the background while the model loads and writes."""

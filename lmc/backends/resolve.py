@@ -15,7 +15,7 @@ from typing import Final
 
 from lmc.errors import ModelNotFoundError
 
-__all__ = ["DEFAULT_MODEL", "HF_PREFIX", "parse_hf_spec", "resolve_model"]
+__all__ = ["DEFAULT_MODEL", "HF_PREFIX", "check_reachable", "parse_hf_spec", "resolve_model"]
 
 HF_PREFIX: Final = "hf:"
 #: gpt-oss-20b in MXFP4, as published by ggml-org (about 12 GB).
@@ -67,11 +67,11 @@ def _download(repo: str, filename: str) -> Path:
         return Path(hf_hub_download(repo_id=repo, filename=filename, local_files_only=True))
     except errors.LocalEntryNotFoundError:
         pass
-    _check_reachable()
+    check_reachable()
     return Path(hf_hub_download(repo_id=repo, filename=filename))
 
 
-def _check_reachable() -> None:
+def check_reachable() -> None:
     """Fail at once when the hub's host refuses connections or has no route.
 
     huggingface_hub would retry with backoff for about 25 seconds first. Behind a proxy
@@ -103,7 +103,7 @@ def _pick_gguf(repo: str) -> str:
     cached = _cached_ggufs(repo)
     if len(cached) == 1:
         return cached[0]
-    _check_reachable()
+    check_reachable()
     files = [f for f in HfApi().list_repo_files(repo) if f.endswith(".gguf")]
     if not files:
         raise ModelNotFoundError(f"hf:{repo} holds no .gguf file", hint=NO_MODEL_HINT)

@@ -27,6 +27,7 @@ from lmc.cli.options import (
     SeedOpt,
     SharedOptions,
     ShowReasoningOpt,
+    SttModelOpt,
     TemperatureOpt,
     TopPOpt,
     VerboseOpt,
@@ -108,6 +109,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
     top_p: TopPOpt = None,
+    stt_model: SttModelOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
@@ -131,6 +133,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         profile=profile,
         verbose=verbose,
         top_p=top_p,
+        stt_model=stt_model,
     )
     if ctx.invoked_subcommand is not None:
         ctx.obj = options
@@ -146,6 +149,15 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     prompt: Annotated[
         str | None,
         typer.Argument(help="What to ask. '-' or absent with piped input: read standard input."),
+    ] = None,
+    audio: Annotated[
+        str | None,
+        typer.Option(
+            "--audio",
+            metavar="FILE.wav",
+            help="Ask with speech: a WAV file ('-': standard input), transcribed locally.",
+            show_default=False,
+        ),
     ] = None,
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
@@ -163,6 +175,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
     top_p: TopPOpt = None,
+    stt_model: SttModelOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
     options = _shared(
@@ -184,11 +197,12 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             profile=profile,
             verbose=verbose,
             top_p=top_p,
+            stt_model=stt_model,
         ),
     )
     from lmc.cli.oneshot import run_once
 
-    raise typer.Exit(run_once(prompt, options))
+    raise typer.Exit(run_once(prompt, options, audio=audio))
 
 
 _DB = typer.Option("--db", help="Conversation database (default: in the user data dir).")

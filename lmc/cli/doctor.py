@@ -98,6 +98,28 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
     ]
 
 
+def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
+    """Speech input is optional: these lines inform, they never fail the check."""
+    if importlib.util.find_spec("faster_whisper") is None:
+        return [("faster-whisper", False, 'not installed: pip install "lmc[voice]"')]
+    from lmc.voice.resolve import DEFAULT_STT_MODEL, HF_PREFIX, SIZE_NAMES
+
+    spec = stt_model or DEFAULT_STT_MODEL
+    if spec in SIZE_NAMES:
+        spec = f"{HF_PREFIX}Systran/faster-whisper-{spec}"
+    if not spec.startswith(HF_PREFIX):
+        path = Path(spec).expanduser()
+        good = (path / "model.bin").is_file()
+        return [("stt model", good, f"{path}" + ("" if good else " (no model.bin there)"))]
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(spec[len(HF_PREFIX) :], "model.bin")
+    where = (
+        f"cached at {Path(cached).parent}" if isinstance(cached, str) else "fetched on first use"
+    )
+    return [("stt model", True, f"{spec} ({where})")]
+
+
 def doctor(options: SharedOptions) -> int:
     try:
         settings = settings_for(options)
@@ -125,6 +147,9 @@ def doctor(options: SharedOptions) -> int:
         good, detail = _model_line(settings.model)
         line("model", good, detail)
         failures += not good
+    out.write("voice\n")
+    for name, good, detail in _voice_lines(settings.stt_model):
+        line(name, good, detail)
     out.write("files\n")
     path = config_path()
     line("config", True, f"{path}" + ("" if path.exists() else " (none yet)"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from lmc.cli.chat import load_with_spinner, stdin_asker
 from lmc.cli.options import SharedOptions
@@ -16,6 +17,7 @@ from lmc.cli.session import (
 )
 from lmc.cli.streams import check_text, read_stdin
 from lmc.errors import InputError, LmcError
+from lmc.messages import Message
 from lmc.terminal.confirm import Confirmer
 from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
@@ -35,22 +37,33 @@ def _read_prompt(prompt: str | None) -> str | None:
     return read_stdin()
 
 
-def run_once(prompt: str | None, options: SharedOptions) -> int:
-    """Ask once; 0 on a final answer, 3 without one, 1 on an error, 2 on bad usage, 130 on
-    Ctrl-C and 128 + N on signal N (SIGTERM, SIGHUP), after the same orderly close."""
-    with terminate_like_interrupt():
-        try:
-            status = _run_once(prompt, options)
-        except Terminated:
-            status = EXIT_INTERRUPTED
-        return exit_status(status)  # also for a signal that came while lmc was closing
+def _read_audio(audio: str) -> Message | int:
+    """The LMC audio message for ``--audio FILE`` ('-': stdin), checked to be WAV."""
+    from lmc.voice import audio_message
+
+    try:
+        data = sys.stdin.buffer.read() if audio == "-" else Path(audio).expanduser().read_bytes()
+    except OSError as exc:
+        _stderr(f"error: cannot read the audio file {audio}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    try:
+        return audio_message(data)
+    except LmcError as exc:
+        _stderr(f"error: {audio}: {exc}")
+        return EXIT_USAGE
 
 
-def _run_once(prompt: str | None, options: SharedOptions) -> int:
+def _message(prompt: str | None, audio: str | None) -> Message | str | int:
+    """What to ask: the prompt's text, or the audio message; an exit status on bad usage."""
+    if audio is not None:
+        if prompt is not None:
+            _stderr("error: give a prompt or --audio FILE, not both")
+            return EXIT_USAGE
+        return _read_audio(audio)
     try:
         text = _read_prompt(prompt)
     except InputError as exc:
-        report(exc, verbose=options.verbose)
+        report(exc, verbose=False)
         return EXIT_USAGE
     if text is None:
         _stderr('error: no prompt: give one (lmc run "...") or pipe it on standard input')
@@ -58,13 +71,33 @@ def _run_once(prompt: str | None, options: SharedOptions) -> int:
     if not text.strip():
         _stderr("error: the prompt is empty")
         return EXIT_USAGE
+    return text.strip("\n")
+
+
+def run_once(prompt: str | None, options: SharedOptions, audio: str | None = None) -> int:
+    """Ask once (with text, or speech from ``audio``); 0 on a final answer, 3 without one,
+    1 on an error, 2 on bad usage, 130 on Ctrl-C and 128 + N on signal N (SIGTERM, SIGHUP),
+    after the same orderly close."""
+    with terminate_like_interrupt():
+        try:
+            status = _run_once(prompt, options, audio)
+        except Terminated:
+            status = EXIT_INTERRUPTED
+        return exit_status(status)  # also for a signal that came while lmc was closing
+
+
+def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> int:
+    message = _message(prompt, audio)
+    if isinstance(message, int):
+        return message
     session = open_session(options)
     if isinstance(session, int):
         return session
     settings, output, interpreter = session.settings, session.output, session.interpreter
     verbose = settings.verbose
     try:
-        ask = stdin_asker(output) if prompt not in (None, "-") else None
+        stdin_free = audio not in (None, "-") or prompt not in (None, "-")
+        ask = stdin_asker(output) if stdin_free else None
         confirmer = Confirmer(
             auto_run=settings.auto_run,
             ask=ask,
@@ -72,7 +105,7 @@ def _run_once(prompt: str | None, options: SharedOptions) -> int:
             screen=None if output.mode == "json" else output.renderer,
         )
         load_with_spinner(interpreter, output, settings)
-        turn = run_turn(interpreter, text.strip("\n"), output, confirmer)
+        turn = run_turn(interpreter, message, output, confirmer)
     except LmcError as exc:
         output.renderer.close()
         return report(exc, verbose=verbose)

@@ -172,6 +172,17 @@ VerboseOpt = Annotated[
     bool,
     typer.Option("--verbose", help="Show tracebacks and backend logs.", rich_help_panel=_OUTPUT),
 ]
+SttModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stt-model",
+        metavar="MODEL",
+        help="Speech-to-text model for audio: a faster-whisper directory, hf:REPO, or a size "
+        "name (tiny, base, small, ...) [default: base].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +205,7 @@ class SharedOptions:
     profile: str | None = None
     verbose: bool = False
     top_p: float | None = None
+    stt_model: str | None = None
 
     def flags(self) -> dict[str, object]:
         """The settings these flags set, for :func:`lmc.config.load_settings`."""
@@ -211,4 +223,5 @@ class SharedOptions:
             "gpu_layers": self.gpu_layers,
             "verbose": True if self.verbose else None,
             "top_p": self.top_p,
+            "stt_model": self.stt_model,
         }

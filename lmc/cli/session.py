@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from lmc.cli.options import SharedOptions
 from lmc.config import Settings, data_dir, load_settings
 from lmc.errors import LmcError
-from lmc.messages import Chunk
+from lmc.messages import Chunk, Message
 from lmc.terminal.base import BlockRenderer
 from lmc.terminal.signals import Terminated
 
@@ -216,6 +216,7 @@ def make_interpreter(settings: Settings, conversation_id: str | None = None) -> 
         db_path=settings.db_path,
         instructions=settings.instructions,
         verbose=settings.verbose,
+        stt_model=settings.stt_model,
     )
 
 
@@ -276,14 +277,14 @@ class _Tracker(BlockRenderer):
 
 
 def _chunks(
-    interpreter: Any, message: str, confirm: Callable[[Chunk], bool | str]
+    interpreter: Any, message: str | Message, confirm: Callable[[Chunk], bool | str]
 ) -> Iterator[Chunk]:
     return iter(interpreter.chat(message, stream=True, display=False, confirm=confirm))
 
 
 def run_turn(
     interpreter: Any,
-    message: str,
+    message: str | Message,
     output: Output,
     confirm: Callable[[Chunk], bool | str],
 ) -> Turn:

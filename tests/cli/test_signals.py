@@ -80,7 +80,7 @@ def test_a_signal_ends_the_kernels_children_and_files_and_keeps_the_conversation
     try:
         for line in child.stdout:
             lines.append(line)
-            if "started" in json.loads(line).get("content", ""):
+            if "started" in str(json.loads(line).get("content")):
                 break
         else:
             raise AssertionError(f"lmc ended before the code ran: {child.stderr.read()}")
