@@ -2,7 +2,8 @@
 
 Every test directory has a ``conftest.py`` and none is a package, so all of them are the
 module ``conftest``: ``from conftest import X`` gets whichever was imported first. Helpers
-live in modules with their own names (``agent_testing``, ``backend_testing``, ...).
+live in modules with their own names (``agent_testing``, ``backend_testing``, ...), and
+test modules have names of their own too.
 """
 
 from __future__ import annotations
@@ -37,3 +38,12 @@ def test_several_test_directories_collect_together() -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "error" not in result.stdout.splitlines()[-1]
+
+
+def test_test_module_names_are_unique() -> None:
+    """Two ``test_x.py`` in different directories are one module name: the second fails
+    to import ("import file mismatch")."""
+    names: dict[str, list[str]] = {}
+    for path in TESTS.rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path.relative_to(TESTS)))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}

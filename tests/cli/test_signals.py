@@ -80,7 +80,8 @@ def test_a_signal_ends_the_kernels_children_and_files_and_keeps_the_conversation
     try:
         for line in child.stdout:
             lines.append(line)
-            if "started" in str(json.loads(line).get("content")):
+            chunk = json.loads(line)
+            if chunk.get("format") == "output" and "started" in chunk.get("content", ""):
                 break
         else:
             raise AssertionError(f"lmc ended before the code ran: {child.stderr.read()}")
