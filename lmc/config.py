@@ -12,6 +12,10 @@ given::
     reasoning = "low"
     max_tokens = 2048
 
+MCP servers are ``[mcp.servers.NAME]`` tables (in a profile: ``[fast.mcp.servers.NAME]``,
+which adds to or replaces the top-level ones); see :mod:`lmc.mcp.config`. ``--mcp NAME``
+keeps only the servers named, ``--no-mcp`` none.
+
 Environment variables are the key in capitals after ``LMC_`` (``LMC_CONTEXT_SIZE=16384``).
 Flags win over everything. Every value is checked here, so a typo is one clear line, not a
 traceback deep in the agent.
@@ -61,6 +65,8 @@ class Settings:
     instructions: str | None = None
     db_path: str | None = None
     verbose: bool = False
+    #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig`), after --mcp/--no-mcp.
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
     #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
     stt_model: str | None = None
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
@@ -190,6 +196,28 @@ def _apply(
         sources[key] = origin
 
 
+def _mcp_servers(section: object, origin: str) -> dict[str, Any]:
+    if section is None:
+        return {}
+    from lmc.mcp.config import parse_servers
+
+    return dict(parse_servers(section, origin))
+
+
+def _choose_mcp(servers: dict[str, Any], names: object, none: object) -> dict[str, Any]:
+    """``--no-mcp``: no server; ``--mcp NAME`` (repeatable): only those named."""
+    if none:
+        return {}
+    if not names:
+        return servers
+    chosen = [names] if isinstance(names, str) else list(names)  # type: ignore[call-overload]
+    unknown = [name for name in chosen if name not in servers]
+    if unknown:
+        known = ", ".join(sorted(servers)) or "none configured"
+        raise ConfigError(f"--mcp: no MCP server named {unknown[0]!r}", hint=f"servers: {known}")
+    return {name: servers[name] for name in chosen}
+
+
 def load_settings(
     flags: Mapping[str, object] | None = None,
     *,
@@ -202,7 +230,7 @@ def load_settings(
     path = config_path(env) if path is None else path
     document = _read_file(path)
     top = {k: v for k, v in document.items() if not isinstance(v, dict) and k != "profile"}
-    profiles = {k: v for k, v in document.items() if isinstance(v, dict)}
+    profiles = {k: v for k, v in document.items() if isinstance(v, dict) and k != "mcp"}
 
     chosen = profile or env.get("LMC_PROFILE") or document.get("profile")
     if chosen is not None and not isinstance(chosen, str):
@@ -211,17 +239,21 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     _apply(values, sources, top, f"config file {path}")
+    servers = _mcp_servers(document.get("mcp"), f"config file {path}")
     if chosen:
         if chosen not in profiles:
             names = ", ".join(sorted(profiles)) or "none defined"
             raise ConfigError(f"no profile named {chosen!r} in {path}", hint=f"profiles: {names}")
-        _apply(values, sources, profiles[chosen], f"profile {chosen!r}")
+        layer = dict(profiles[chosen])
+        servers.update(_mcp_servers(layer.pop("mcp", None), f"profile {chosen!r}"))
+        _apply(values, sources, layer, f"profile {chosen!r}")
 
     from_env = {key: env[f"LMC_{key.upper()}"] for key in KEYS if f"LMC_{key.upper()}" in env}
     for key, raw in from_env.items():
         _apply(values, sources, {key: raw}, f"LMC_{key.upper()}")
 
     given = {k: v for k, v in (flags or {}).items() if v is not None}
+    values["mcp_servers"] = _choose_mcp(servers, given.pop("mcp", None), given.pop("no_mcp", None))
     _apply(values, sources, given, "flags")
     for key, origin in sources.items():
         if origin == "flags":

@@ -55,12 +55,12 @@ class PlainRenderer:
             return
         if chunk.get("start"):
             self._line_break()
-            if kind == "code":
+            if kind in ("code", "tool_call"):
                 self._write(f"```{chunk.get('format', '')}\n")
             return
         if chunk.get("end"):
             self._line_break()
-            if kind == "code":
+            if kind in ("code", "tool_call"):
                 self._write("```\n")
             return
         content = chunk.get("content")

@@ -33,6 +33,7 @@ __all__ = [
     "derive_harmony",
     "escape_markers",
     "result_for_dangling_call",
+    "tool_call_harmony",
     "tool_result_harmony",
     "tool_result_text",
     "user_harmony",
@@ -93,6 +94,19 @@ def assistant_call_harmony(language: str, code: str) -> str:
     return render_message(message)
 
 
+def tool_call_harmony(fmt: str, arguments: str) -> str:
+    """How a call to the MCP tool ``SERVER.TOOL`` would be written (``functions.SERVER__TOOL``)."""
+    server, _, tool = fmt.partition(".")
+    message = HarmonyMessage.from_text(
+        "assistant",
+        escape_markers(arguments),
+        recipient=f"functions.{server}__{tool}",
+        channel="commentary",
+        content_type="<|constrain|>json",
+    )
+    return render_message(message)
+
+
 def tool_result_text(messages: Sequence[Message]) -> str:
     """What the model reads of a run's computer messages (before bounding)."""
     parts: list[str] = []
@@ -119,16 +133,14 @@ def derive_harmony(
     message is a final answer unless code follows it in the same turn (then a preamble).
     """
     out = [""] * len(messages)
-    call: tuple[int, str] | None = None  # (index of the code message, language)
+    call: tuple[int, str, str] | None = None  # (index of the call, its author and channel)
     results: list[int] = []
 
     def close_call() -> None:
         nonlocal call, results
         if call is None:
             return
-        index, language = call
-        author = "python" if language == "python" else f"functions.{language}"
-        channel = "analysis" if language == "python" else "commentary"
+        index, author, channel = call
         if results:
             text = tool_result_text([messages[i] for i in results]) or "(no output)"
             out[results[-1]] = tool_result_harmony(author, channel, bound(text))
@@ -160,7 +172,13 @@ def derive_harmony(
         elif kind == "code":
             language = message.get("format") or "python"
             out[index] = assistant_call_harmony(language, content)
-            call = (index, language)
+            author = "python" if language == "python" else f"functions.{language}"
+            call = (index, author, "analysis" if language == "python" else "commentary")
+        elif kind == "tool_call":
+            fmt = str(message.get("format"))
+            out[index] = tool_call_harmony(fmt, content)
+            server, _, tool = fmt.partition(".")
+            call = (index, f"functions.{server}__{tool}", "commentary")
     close_call()
     return out
 
@@ -169,7 +187,7 @@ def _code_follows(messages: Sequence[Message], index: int) -> bool:
     for message in messages[index + 1 :]:
         if message["role"] == "user":
             return False
-        if message["role"] == "assistant" and message["type"] == "code":
+        if message["role"] == "assistant" and message["type"] in ("code", "tool_call"):
             return True
     return False
 
@@ -185,7 +203,7 @@ def result_for_dangling_call(entries: Sequence[Entry]) -> Entry | None:
     if not entries:
         return None
     last = entries[-1]
-    if last.message["role"] != "assistant" or last.message["type"] != "code":
+    if last.message["role"] != "assistant" or last.message["type"] not in ("code", "tool_call"):
         return None
     note: Message = {"role": "computer", "type": "console", "format": "output", "content": ""}
     note["content"] = CUT_OFF + "\n"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -34,6 +34,7 @@ from lmc.messages import Chunk, Message, validate_message
 
 if TYPE_CHECKING:
     from lmc.computer import Computer
+    from lmc.mcp.tools import McpTools
 
 __all__ = ["Interpreter"]
 
@@ -49,6 +50,11 @@ class Interpreter:
     that stops there (``break``) runs nothing, and asking for the next chunk runs the code.
     ``confirm`` is asked first when given: True runs, False declines (the model is told), a
     string runs that edited code instead.
+
+    ``mcp_servers`` maps a name to an MCP server (an :class:`lmc.mcp.McpServerConfig`, or a
+    table as in config.toml: ``{"command": ..., "args": [...]}`` or ``{"url": ...}``); their
+    tools are offered to the model as ``functions.NAME__TOOL`` and confirmed like code (the
+    block is ``{"type": "tool_call", "format": "NAME.TOOL", "content": ARGUMENTS_JSON}``).
     """
 
     def __init__(
@@ -74,6 +80,7 @@ class Interpreter:
         backend: Backend | None = None,
         output_limit: int = 6_000,
         verbose: bool = False,
+        mcp_servers: Mapping[str, Any] | None = None,
         stt_model: str | None = None,
     ) -> None:
         if max_steps < 1:
@@ -113,6 +120,18 @@ class Interpreter:
         # The last turn's stream, weakly: a consumer that drops it closes it at once.
         self._active: weakref.ref[Generator[Chunk, None, None]] | None = None
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
+        self.tools: McpTools | None = None
+        if mcp_servers:
+            from lmc.mcp.config import McpServerConfig, parse_server
+            from lmc.mcp.tools import McpTools
+
+            configs = {
+                name: value
+                if isinstance(value, McpServerConfig)
+                else parse_server(name, value, "mcp_servers")
+                for name, value in mcp_servers.items()
+            }
+            self.tools = McpTools(configs)
         self._loop = Loop(
             backend=self._get_backend,
             computer=lambda: self.computer,
@@ -128,6 +147,7 @@ class Interpreter:
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
+            tools=self.tools,
         )
         if conversation_id is not None:
             self._resume(conversation_id)
@@ -135,7 +155,11 @@ class Interpreter:
     # -- the pieces, created when first needed ------------------------------------------------
 
     def load(self) -> None:
-        """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner."""
+        """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner.
+
+        MCP servers start in the background meanwhile."""
+        if self.tools is not None:
+            self.tools.start()
         self._get_backend()
 
     def _get_backend(self) -> Backend:
@@ -251,9 +275,14 @@ class Interpreter:
 
         cwd = getattr(self._computer, "cwd", None)
         cwd = str(cwd) if cwd is not None else None
-        key = (date.today(), self.reasoning, self.instructions, cwd)
+        extra = self.tools.descriptions() if self.tools is not None else []
+        names = tuple(tool.name for tool in extra)
+        key = (date.today(), self.reasoning, self.instructions, cwd, names)
         if self._prefix_cache is None or self._prefix_cache[0] != key:
-            messages = [system_message(self.reasoning), developer_message(self.instructions, cwd)]
+            messages = [
+                system_message(self.reasoning),
+                developer_message(self.instructions, cwd, extra),
+            ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
         return self._prefix_cache[1]
 
@@ -392,7 +421,10 @@ class Interpreter:
         return None if self._cancel.is_set() else text
 
     def _prestart(self) -> None:
-        """Start the python kernel in the background while the model loads and writes."""
+        """Start the python kernel (and the MCP servers) in the background while the model
+        loads and writes."""
+        if self.tools is not None:
+            self.tools.start()
         prestart = getattr(self.computer, "prestart", None)
         if prestart is not None:
             prestart(["python"])
@@ -400,6 +432,8 @@ class Interpreter:
     def cancel(self) -> None:
         """Stop the model (or the running code) from another thread; the turn ends quietly."""
         self._cancel.set()
+        if self.tools is not None:
+            self.tools.cancel()
         if self._loop.running and self._computer is not None:
             self._computer.interrupt()
 
@@ -416,6 +450,8 @@ class Interpreter:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self.tools is not None:
+            self.tools.close()
 
     def __enter__(self) -> Interpreter:
         return self

@@ -38,6 +38,7 @@ from lmc.harmony.to_lmc import LmcMapper, chunk_kind
 from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
 
 if TYPE_CHECKING:
+    from lmc.agent.tool_calls import ExternalTools
     from lmc.computer.output import BoundedOutput
 
 __all__ = ["ComputerLike", "Decide", "Loop", "LoopSettings"]
@@ -176,8 +177,11 @@ class Loop:
         cancel: threading.Event,
         record: Callable[[Entry], None],
         replace: Callable[[int, Entry], None],
+        tools: ExternalTools | None = None,
     ) -> None:
         self._backend = backend
+        #: Tools besides code (MCP servers' tools), called as ``functions.SERVER__TOOL``.
+        self.tools = tools
         self._computer = computer
         self.transcript = transcript
         self._prefix = prefix
@@ -228,6 +232,9 @@ class Loop:
         """One turn for the person's ``message``; yields LMC chunks."""
         self._cancel.clear()
         self._record(message, harmony)
+        if self.tools is not None:
+            for line in self.tools.notices():  # a tool server that did not start, said once
+                yield from self._notice(line)
         calls = 0
         while True:
             prompt = yield from self._prompt()
@@ -345,6 +352,12 @@ class Loop:
 
     def _call(self, call: _Call, decide: Decide | None) -> Iterator[Chunk]:
         target = resolve_call(call.header.recipient or "", call.header.channel)
+        if self.tools is not None and target.language is None:
+            # An MCP tool (functions.SERVER__TOOL), or an unknown tool named with them all.
+            from lmc.agent.tool_calls import run_tool_call
+
+            yield from run_tool_call(self, self.tools, call, decide)
+            return
         try:
             code = code_from_call(target, call.text)
         except ToolCallError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -115,8 +116,15 @@ def _where() -> str:
     return " ".join(part for part in (system, release, machine) if part)
 
 
-def developer_message(instructions: str | None = None, cwd: str | None = None) -> HarmonyMessage:
-    """Where the model runs and how to use the tools, plus the person's own instructions."""
+def developer_message(
+    instructions: str | None = None,
+    cwd: str | None = None,
+    extra_tools: Sequence[ToolDescription] = (),
+) -> HarmonyMessage:
+    """Where the model runs and how to use the tools, plus the person's own instructions.
+
+    ``extra_tools`` (MCP servers' tools) join the language functions in ``functions``.
+    """
     languages = function_languages()
     lines = [
         "You run code on the user's own computer to get things done for them.",
@@ -130,6 +138,11 @@ def developer_message(instructions: str | None = None, cwd: str | None = None) -
         "- Work in small steps: run code, read its output, then continue. Finish with an "
         "answer on the final channel.",
     ]
+    if extra_tools:
+        lines.append(
+            "- The functions named SERVER__TOOL are tools of the user's MCP servers; the user "
+            "sees each call and may decline it."
+        )
     text = "\n".join(lines)
     if instructions:
         text += "\n\n" + instructions.strip()
@@ -137,6 +150,7 @@ def developer_message(instructions: str | None = None, cwd: str | None = None) -
         ToolDescription(lang, _FUNCTION_DESCRIPTIONS[lang], dict(_CODE_PARAMETERS))
         for lang in languages
     ]
+    tools += extra_tools
     content = DeveloperContent(
         instructions=text,
         tools={"functions": ToolNamespaceConfig("functions", None, tools)},

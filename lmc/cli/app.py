@@ -13,13 +13,16 @@ import typer
 import typer.core
 
 from lmc.cli.harmony_commands import harmony_app
+from lmc.cli.mcp_commands import mcp_app
 from lmc.cli.options import (
     ApiBaseOpt,
     ContextOpt,
     GpuLayersOpt,
     JsonOpt,
     MaxTokensOpt,
+    McpOpt,
     ModelOpt,
+    NoMcpOpt,
     ProfileOpt,
     ReasoningOpt,
     ReplayOpt,
@@ -61,6 +64,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(harmony_app, name="harmony")
+app.add_typer(mcp_app, name="mcp")
 
 history_app = typer.Typer(
     help="List, show, export or delete stored conversations.",
@@ -109,6 +113,8 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
     top_p: TopPOpt = None,
+    mcp: McpOpt = None,
+    no_mcp: NoMcpOpt = False,
     stt_model: SttModelOpt = None,
     version: Annotated[
         bool,
@@ -133,6 +139,8 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         profile=profile,
         verbose=verbose,
         top_p=top_p,
+        mcp=tuple(mcp) if mcp else None,
+        no_mcp=no_mcp,
         stt_model=stt_model,
     )
     if ctx.invoked_subcommand is not None:
@@ -175,6 +183,8 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
     top_p: TopPOpt = None,
+    mcp: McpOpt = None,
+    no_mcp: NoMcpOpt = False,
     stt_model: SttModelOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
@@ -197,6 +207,8 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             profile=profile,
             verbose=verbose,
             top_p=top_p,
+            mcp=tuple(mcp) if mcp else None,
+            no_mcp=no_mcp,
             stt_model=stt_model,
         ),
     )

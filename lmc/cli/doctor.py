@@ -147,6 +147,14 @@ def doctor(options: SharedOptions) -> int:
         good, detail = _model_line(settings.model)
         line("model", good, detail)
         failures += not good
+    if settings.mcp_servers:
+        out.write("mcp\n")
+        from lmc.cli.mcp_commands import server_statuses
+
+        for status in server_statuses(settings):
+            count = len(status.tools)
+            tools = f"{count} tool{'s' if count != 1 else ''}"
+            line(status.config.name, status.started, tools if status.started else str(status.error))
     out.write("voice\n")
     for name, good, detail in _voice_lines(settings.stt_model):
         line(name, good, detail)

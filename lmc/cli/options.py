@@ -185,6 +185,22 @@ SttModelOpt = Annotated[
 ]
 
 
+McpOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mcp",
+        metavar="NAME",
+        help="Use only this MCP server from the config (repeat for more).",
+        rich_help_panel=_SESSION,
+        show_default=False,
+    ),
+]
+NoMcpOpt = Annotated[
+    bool,
+    typer.Option("--no-mcp", help="Use no MCP server this run.", rich_help_panel=_SESSION),
+]
+
+
 @dataclass(frozen=True, slots=True)
 class SharedOptions:
     """The shared options as given on the command line (None: not given)."""
@@ -205,6 +221,8 @@ class SharedOptions:
     profile: str | None = None
     verbose: bool = False
     top_p: float | None = None
+    mcp: tuple[str, ...] | None = None
+    no_mcp: bool = False
     stt_model: str | None = None
 
     def flags(self) -> dict[str, object]:
@@ -223,5 +241,7 @@ class SharedOptions:
             "gpu_layers": self.gpu_layers,
             "verbose": True if self.verbose else None,
             "top_p": self.top_p,
+            "mcp": list(self.mcp) if self.mcp else None,
+            "no_mcp": True if self.no_mcp else None,
             "stt_model": self.stt_model,
         }

@@ -216,6 +216,7 @@ def make_interpreter(settings: Settings, conversation_id: str | None = None) -> 
         db_path=settings.db_path,
         instructions=settings.instructions,
         verbose=settings.verbose,
+        mcp_servers=settings.mcp_servers,
         stt_model=settings.stt_model,
     )
 

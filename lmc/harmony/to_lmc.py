@@ -11,6 +11,9 @@ end chunk, in the shapes of Open Interpreter's streaming response:
   JSON arguments (content type ``json``, or a function's content that opens with ``{``)
   have their ``code`` field decoded as it streams, so code still arrives piece by piece.
 
+- a message to a function named ``SERVER__TOOL`` (an MCP tool, named as Codex names them):
+  type ``tool_call`` with format ``SERVER.TOOL``, its JSON arguments streamed as written.
+
 Messages to other recipients (the browser, unknown tools) and messages from other roles
 give no chunks: the agent loop reports unknown tools and produces tool output itself.
 """
@@ -25,9 +28,19 @@ from lmc.harmony.parser import StreamParser
 from lmc.harmony.types import ASSISTANT
 from lmc.messages.schema import CODE_FORMATS, Chunk
 
-__all__ = ["LmcMapper", "chunk_kind", "completion_to_chunks", "tool_language"]
+__all__ = [
+    "TOOL_SEPARATOR",
+    "LmcMapper",
+    "chunk_kind",
+    "completion_to_chunks",
+    "tool_call_format",
+    "tool_language",
+]
 
 _FUNCTIONS = "functions."
+
+#: Between the server's and the tool's name in an MCP tool's function name.
+TOOL_SEPARATOR = "__"
 
 
 def tool_language(recipient: str | None) -> str | None:
@@ -45,13 +58,30 @@ def tool_language(recipient: str | None) -> str | None:
     return name if name in CODE_FORMATS else None
 
 
+def tool_call_format(recipient: str | None) -> str | None:
+    """``SERVER.TOOL`` for a call to ``functions.SERVER__TOOL`` (an MCP tool), else None."""
+    if not recipient:
+        return None
+    words = recipient.split()
+    name = words[0] if words else ""
+    if not name.startswith(_FUNCTIONS):
+        return None
+    server, separator, tool = name[len(_FUNCTIONS) :].partition(TOOL_SEPARATOR)
+    if not (server and separator and tool):
+        return None
+    return f"{server}.{tool}"
+
+
 def chunk_kind(header: Header) -> tuple[str, str | None] | None:
     """(LMC type, format) for a message with this header, or None when it shows nothing."""
     if header.role != ASSISTANT:
         return None
     if header.recipient is not None and header.recipient != "all":
         language = tool_language(header.recipient)
-        return ("code", language) if language is not None else None
+        if language is not None:
+            return ("code", language)
+        call = tool_call_format(header.recipient)
+        return ("tool_call", call) if call is not None else None
     if header.channel == "analysis":
         return ("reasoning", None)
     return ("message", None)

@@ -8,6 +8,7 @@ is what chunks merge into (see :mod:`lmc.messages.assemble`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ __all__ = [
     "CODE_FORMATS",
     "FORMATS_BY_TYPE",
     "ROLES",
+    "TOOL_CALL_FORMAT",
     "TYPES",
     "Chunk",
     "Message",
@@ -43,7 +45,12 @@ FORMATS_BY_TYPE: Final[Mapping[str, tuple[str | None, ...]]] = {
     "code": CODE_FORMATS,
     "audio": ("wav",),
     "confirmation": ("execution",),
+    # lmc's extension: a call to an MCP tool; its format is "SERVER.TOOL" (see TOOL_CALL_FORMAT).
+    "tool_call": (),
 }
+
+#: The format of a ``tool_call``: the server's name and the tool's, joined by a dot.
+TOOL_CALL_FORMAT: Final = re.compile(r"[A-Za-z0-9_-]+\.[^\s]+")
 
 TYPES: Final = tuple(FORMATS_BY_TYPE)
 
@@ -64,9 +71,11 @@ def _check_common(obj: object, what: str) -> Mapping[str, Any]:
         raise MessageError(f"unknown LMC type {kind!r} (expected one of {', '.join(TYPES)})")
     fmt = obj.get("format")
     allowed = FORMATS_BY_TYPE[kind]
+    if kind == "tool_call" and isinstance(fmt, str) and TOOL_CALL_FORMAT.fullmatch(fmt):
+        return obj
     # A console start/end flag carries no format (as in the seed); everything else must match.
     if fmt not in allowed and not (fmt is None and (obj.get("start") or obj.get("end"))):
-        shown = ", ".join(str(a) for a in allowed)
+        shown = ", ".join(str(a) for a in allowed) or "SERVER.TOOL"
         raise MessageError(f"unknown format {fmt!r} for LMC type {kind!r} (expected {shown})")
     return obj
 
@@ -105,11 +114,15 @@ def validate_message(message: object) -> Message:
     return dict(obj)
 
 
-def confirmation_chunk(language: str, code: str) -> Chunk:
-    """The chunk a consumer sees before code runs (the seed's 'execution' confirmation)."""
+def confirmation_chunk(language: str, code: str, kind: str = "code") -> Chunk:
+    """The chunk a consumer sees before code runs (the seed's 'execution' confirmation).
+
+    For an MCP tool call ``kind`` is ``tool_call``, ``language`` is ``SERVER.TOOL`` and
+    ``code`` the arguments as JSON.
+    """
     return {
         "role": "computer",
         "type": "confirmation",
         "format": "execution",
-        "content": {"type": "code", "format": language, "content": code},
+        "content": {"type": kind, "format": language, "content": code},
     }

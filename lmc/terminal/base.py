@@ -50,7 +50,8 @@ class BlockRenderer:
         text_kind = _TEXT_KINDS.get((str(role), str(kind)))
         if text_kind is not None:
             self._feed_text(text_kind, chunk)
-        elif kind == "code":
+        elif kind in ("code", "tool_call"):
+            # An MCP tool call (format SERVER.TOOL) shows like code: its JSON arguments.
             self._feed_code(str(role), str(fmt or "text"), chunk)
         elif kind == "confirmation":
             content: dict[str, Any] = chunk.get("content") or {}

@@ -34,6 +34,7 @@ _SUFFIXES = {
 }
 
 QUESTION = "Run this code? [y]es / [n]o / [e]dit / [a]ll: "
+TOOL_QUESTION = "Call this tool? [y]es / [n]o / [e]dit / [a]ll: "
 NO_TERMINAL = (
     "code not run: confirmation is on and there is no terminal to ask "
     "(pass -y to run code without asking)"
@@ -64,7 +65,8 @@ def edit_in_editor(language: str, code: str) -> str:
     """Open ``code`` in $VISUAL/$EDITOR and return what the person saved."""
     command = _editor_command(os.environ)
     with tempfile.TemporaryDirectory(prefix="lmc-edit-") as tmp:
-        path = Path(tmp) / f"code{_SUFFIXES.get(language, '.txt')}"
+        suffix = _SUFFIXES.get(language, ".json" if "." in language else ".txt")
+        path = Path(tmp) / f"code{suffix}"
         path.write_text(code, encoding="utf-8")
         try:
             status = subprocess.call([*command, str(path)])
@@ -104,6 +106,7 @@ class Confirmer:
         block: dict[str, Any] = chunk["content"] if chunk.get("type") == "confirmation" else chunk
         language = str(block.get("format") or block.get("language") or "")
         code = str(block.get("content") or block.get("code") or "")
+        tool_call = block.get("type") == "tool_call"  # an MCP tool: code is JSON arguments
         if self.ask is None:
             if not self.declined_without_terminal:
                 self.say(NO_TERMINAL)
@@ -111,7 +114,7 @@ class Confirmer:
             return False
         if self.screen is not None:
             self.screen.pause()
-        answer = self._question(language, code)
+        answer = self._question(language, code, TOOL_QUESTION if tool_call else QUESTION)
         if self.screen is not None:
             if isinstance(answer, str):
                 self.screen.edited(answer)
@@ -119,9 +122,8 @@ class Confirmer:
                 self.screen.waiting()
         return answer
 
-    def _question(self, language: str, code: str) -> bool | str:
+    def _question(self, language: str, code: str, question: str) -> bool | str:
         assert self.ask is not None
-        question = QUESTION
         while True:
             try:
                 reply = self.ask(question).strip().lower()

@@ -1,7 +1,9 @@
 """Exporting a conversation (merged LMC messages) as a notebook, Markdown, or LMC JSON.
 
 A code block and the console output and images that follow it become one notebook cell with
-its outputs; other languages use the IPython cell magic that runs them (``%%bash``...).
+its outputs; other languages use the IPython cell magic that runs them (``%%bash``...). An MCP
+tool call (``tool_call``) cannot run in a notebook: it becomes a Markdown cell holding the
+call's arguments and its result.
 """
 
 from __future__ import annotations
@@ -49,8 +51,18 @@ def to_notebook(messages: Sequence[Message]) -> Any:
 
     cells: list[Any] = []
     cell: Any = None  # the code cell that console output and images attach to
+    tool: Any = None  # the Markdown cell of a tool call, which its result joins
     for message in messages:
         kind, fmt, content = message["type"], message.get("format"), message.get("content")
+        if kind == "tool_call":
+            cell = None
+            tool = nbf.new_markdown_cell(_tool_call_markdown(str(fmt), str(content)))
+            cells.append(tool)
+            continue
+        if tool is not None and message["role"] == "computer" and kind in ("console", "image"):
+            tool.source += "\n" + _result_markdown(kind, fmt, content)
+            continue
+        tool = None
         if kind == "code" and message["role"] == "assistant":
             source = _CELL_MAGIC.get(str(fmt), "") + str(content)
             cell = nbf.new_code_cell(source, execution_count=None)
@@ -74,6 +86,18 @@ def to_notebook(messages: Sequence[Message]) -> Any:
     return notebook
 
 
+def _tool_call_markdown(fmt: str, arguments: str) -> str:
+    return f"**Tool call** `{fmt}`\n\n```json\n{arguments.strip()}\n```\n"
+
+
+def _result_markdown(kind: str, fmt: object, content: object) -> str:
+    if kind == "image" and fmt in _MIME:
+        return f"![image](data:{_MIME[str(fmt)]};base64,{content})\n"
+    if kind == "image":
+        return f"![image]({content})\n"
+    return f"```text\n{str(content).rstrip()}\n```\n"
+
+
 def notebook_text(messages: Sequence[Message]) -> str:
     """The conversation as ``.ipynb`` JSON text."""
     return str(_nbformat().writes(to_notebook(messages))) + "\n"
@@ -88,6 +112,8 @@ def to_markdown(messages: Sequence[Message]) -> str:
             out.append(f"## {_SPEAKER[message['role']]}\n\n{str(content).strip()}\n")
         elif kind == "code":
             out.append(f"```{fmt}\n{str(content).rstrip()}\n```\n")
+        elif kind == "tool_call":
+            out.append(_tool_call_markdown(str(fmt), str(content)))
         elif kind == "console" and fmt == "output":
             out.append(f"```text\n{str(content).rstrip()}\n```\n")
         elif kind == "image" and fmt in _MIME:

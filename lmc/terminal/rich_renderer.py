@@ -111,9 +111,11 @@ class _CodeView:
 
     def code_panel(self) -> Panel:
         code = self.code.rstrip("\n")
+        # A tool call's "language" is SERVER.TOOL and its code JSON arguments.
+        lexer = LEXERS.get(self.language, "json" if "." in self.language else "text")
         syntax = Syntax(
             code,
-            LEXERS.get(self.language, "text"),
+            lexer,
             theme=CODE_THEME,
             word_wrap=True,
             background_color="default",

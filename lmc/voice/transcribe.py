@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from lmc.errors import VoiceError
 from lmc.voice.audio import SAMPLE_RATE, decode_wav
@@ -12,9 +13,12 @@ from lmc.voice.whisper import load_whisper, transcribe_samples
 __all__ = ["load_speech_model", "transcribe_wav"]
 
 
-def load_speech_model(model: str | None = None) -> None:
-    """Resolve (download if needed) and load the speech model now, e.g. when a server starts."""
-    load_whisper(resolve_stt_model(model))
+def load_speech_model(model: str | None = None) -> Path:
+    """Resolve (download if needed) and load the speech model now, e.g. when a server starts,
+    so that the first audio message does not wait for it; returns the model's directory."""
+    path = resolve_stt_model(model)
+    load_whisper(path)
+    return path
 
 
 def transcribe_wav(

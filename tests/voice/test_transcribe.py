@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from lmc.errors import SpeechModelNotFoundError, VoiceError
-from lmc.voice import transcribe_wav
+from lmc.voice import load_speech_model, transcribe_wav
 from lmc.voice.audio import SAMPLE_RATE
 from lmc.voice.whisper import load_whisper
 
@@ -113,3 +113,32 @@ def test_a_broken_model_is_a_clear_error(tmp_path: Path, whisper_model_dir: Path
     with pytest.raises(SpeechModelNotFoundError, match="cannot load the speech model") as info:
         load_whisper(broken)
     assert "\n" not in str(info.value)
+
+
+def test_the_speech_model_can_be_loaded_ahead_of_the_first_audio(whisper_model_dir: Path) -> None:
+    assert load_speech_model(str(whisper_model_dir)) == whisper_model_dir
+    model = load_whisper(whisper_model_dir)
+    assert load_whisper(whisper_model_dir) is model  # kept for the process
+
+
+def test_two_threads_hear_two_sentences_at_once_with_one_model(
+    question_wav: bytes, giraffe_wav: bytes, whisper_model_dir: Path
+) -> None:
+    """What a server with two talking clients does: each gets its own words back."""
+    heard: dict[str, str] = {}
+    start = threading.Barrier(2)
+
+    def hear(name: str, wav: bytes) -> None:
+        start.wait()
+        heard[name] = transcribe_wav(wav, str(whisper_model_dir))
+
+    threads = [
+        threading.Thread(target=hear, args=("question", question_wav)),
+        threading.Thread(target=hear, args=("giraffe", giraffe_wav)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert "17" in heard["question"] and "25" in heard["question"], heard
+    assert "giraffe" in heard["giraffe"].lower() and "25" not in heard["giraffe"], heard

@@ -1,0 +1,142 @@
+"""Calls to tools that are not code: MCP tools, offered as ``functions.SERVER__TOOL``.
+
+The loop hands a call here when its recipient names no language (see
+:func:`lmc.harmony.to_lmc.tool_call_format` for how ``functions.SERVER__TOOL`` shows). It
+goes as a code block does: the arguments are checked, a confirmation chunk ``{"type":
+"tool_call", "format": "SERVER.TOOL", "content": ARGUMENTS_JSON}`` is yielded and the same
+``decide`` callable is asked (True, False, or edited arguments), then the result comes back
+as computer chunks: console output, images. An unknown tool is told to the model with every
+tool there is. The agent knows tools only through :class:`ExternalTools`;
+:mod:`lmc.mcp.tools` implements it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from lmc.agent.tools import ToolCallError, resolve_call, tool_names
+from lmc.harmony.conversation import ToolDescription
+from lmc.messages import Chunk, confirmation_chunk
+
+if TYPE_CHECKING:
+    from lmc.agent.loop import Decide, Loop, _Call
+
+__all__ = ["TOOL_DECLINED", "ExternalTool", "ExternalTools", "run_tool_call"]
+
+#: What the model is told when the person declines a tool call.
+TOOL_DECLINED: Final = "The user declined this tool call."
+
+_CANCELLED: Final[Chunk] = {
+    "role": "computer",
+    "type": "console",
+    "format": "output",
+    "content": "[cancelled]\n",
+}
+
+
+class ExternalTool(Protocol):
+    """One tool the model may call as ``functions.{function}``."""
+
+    @property
+    def function(self) -> str: ...  # SERVER__TOOL
+
+    @property
+    def format(self) -> str: ...  # SERVER.TOOL, the LMC format of its chunks
+
+    @property
+    def auto_approve(self) -> bool: ...
+
+
+class ExternalTools(Protocol):
+    """The tools besides code: their descriptions for the prompt, and how to call them."""
+
+    def start(self) -> None:
+        """Begin starting what the tools need, in the background."""
+
+    def descriptions(self) -> list[ToolDescription]:
+        """The function tools to add to the developer message (waits for the start)."""
+
+    def notices(self) -> list[str]:
+        """One-line reports not given yet (a server that did not start)."""
+
+    def find(self, function: str) -> ExternalTool | None: ...
+
+    def arguments(self, tool: Any, text: str) -> dict[str, Any]:
+        """The call's arguments (``tool`` is what ``find`` returned); raises ValueError whose
+        ``str()`` is exactly what the model is told."""
+
+    def call(self, tool: Any, arguments: dict[str, Any]) -> list[Chunk]:
+        """Call it; the result (or the failure, or a cancellation) as computer content chunks.
+        A ``KeyboardInterrupt`` while it waits cancels the call and goes on."""
+
+    def cancel(self) -> None:
+        """Cancel the calls in progress (from another thread: Interpreter.cancel)."""
+
+
+def _edit_note(arguments: str) -> str:
+    return f"The user edited the arguments before the call. It was called with:\n{arguments}\n\n"
+
+
+def run_tool_call(
+    loop: Loop, tools: ExternalTools, call: _Call, decide: Decide | None
+) -> Iterator[Chunk]:
+    """Check, confirm, call and record one tool call; yields its chunks."""
+    from lmc.agent.loop import _console, _output_message, _RunOutput
+
+    target = resolve_call(call.header.recipient or "", call.header.channel)
+    tool = tools.find(target.author.removeprefix("functions."))
+    try:
+        if tool is None:
+            names = [*tool_names(), *(f"functions.{d.name}" for d in tools.descriptions())]
+            raise ToolCallError(
+                f"There is no tool named {target.author!r}. The tools are: {', '.join(names)}."
+            )
+        arguments = tools.arguments(tool, call.text)
+    except (ToolCallError, ValueError) as exc:
+        yield from loop._notice(str(exc), call.pending + loop._result(target, str(exc)))
+        return
+    text = call.text.strip() or "{}"
+    block: dict[str, Any] = {"type": "tool_call", "format": tool.format, "content": text}
+    try:
+        yield confirmation_chunk(tool.format, text, "tool_call")
+        answer: bool | str = True if decide is None or tool.auto_approve else decide(block)
+    except BaseException:
+        loop._record(_output_message(TOOL_DECLINED + "\n"), loop._result(target, TOOL_DECLINED))
+        raise
+    if answer is not True and not (isinstance(answer, str) and answer):
+        loop._record(_output_message(TOOL_DECLINED + "\n"), loop._result(target, TOOL_DECLINED))
+        yield from _console(TOOL_DECLINED + "\n")
+        return
+    told = ""
+    if isinstance(answer, str) and answer.strip() != text:
+        try:
+            arguments = tools.arguments(tool, answer)
+        except ValueError as exc:
+            message = f"The user edited the arguments, and the edit cannot be used: {exc}"
+            yield from loop._notice(message, loop._result(target, message))
+            return
+        text = json.dumps(arguments, ensure_ascii=False)
+        told = _edit_note(text)
+        if call.entry is not None:
+            entry = loop.transcript.entries[call.entry]
+            entry.message["content"] = text
+            loop._replace_hook(call.entry, entry)
+    output = _RunOutput(loop.settings.output_limit, loop.settings.history_output_limit)
+    try:
+        yield {"role": "computer", "type": "console", "start": True}
+        if loop._cancel.is_set():  # Interpreter.cancel() came before the call began
+            chunks: list[Chunk] = [dict(_CANCELLED)]
+        else:
+            chunks = tools.call(tool, arguments)
+    except BaseException:
+        # Ctrl-C or the consumer closing the stream: the call was cancelled.
+        output.note("[interrupted]\n")
+        loop._record_run(target, output, told)
+        raise
+    for chunk in chunks:
+        output.add(chunk)
+        yield chunk
+    loop._record_run(target, output, told)
+    yield {"role": "computer", "type": "console", "end": True}

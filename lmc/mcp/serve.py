@@ -1,0 +1,149 @@
+"""``lmc mcp serve``: lmc as an MCP server on stdio, so other agents run code in its kernels.
+
+Two tools: ``run_code(language, code)`` runs code in a stateful kernel of that language and
+returns its output (text, and images as image content); ``languages`` says which languages
+run here. A stdio server serves exactly one client session, so the session's kernels are the
+process's kernels: state is kept between calls of one client and never shared with another.
+The :class:`~lmc.computer.Computer` comes from the caller (the CLI builds it the way ``lmc
+run`` does, sandbox included) and is created on the first call.
+
+Only ``lmc mcp serve`` imports this module, so it imports the SDK at once (the SDK reads the
+tools' annotations, which must resolve in this module).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ImageContent, TextContent
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from lmc.messages import Chunk
+
+__all__ = ["RUN_CODE_DESCRIPTION", "build_server", "serve_stdio"]
+
+RUN_CODE_DESCRIPTION = (
+    "Run code on this computer in a stateful kernel: variables, imports and the working "
+    "directory persist between calls of this session. language is one of the names the "
+    "languages tool lists (python, shell, javascript, r, ...). Returns the output; images "
+    "come back as images."
+)
+_MIME = {"base64": "image/png", "base64.png": "image/png", "base64.jpeg": "image/jpeg"}
+
+
+class _Runs(Protocol):
+    def run(self, language: str, code: str) -> Iterable[Chunk]: ...
+
+    def interrupt(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _Kernels:
+    """The session's computer, created on first use; one run at a time."""
+
+    def __init__(self, make: Callable[[], _Runs]) -> None:
+        self._make = make
+        self._computer: _Runs | None = None
+        self._lock = threading.Lock()
+
+    def computer(self) -> _Runs:
+        if self._computer is None:
+            self._computer = self._make()
+        return self._computer
+
+    def run(self, language: str, code: str) -> CallToolResult:
+        from lmc.computer.languages import resolve_language
+
+        if resolve_language(language) is None:
+            known = ", ".join(_language_names())
+            text = f"lmc cannot run {language!r} code; it runs {known}."
+            return CallToolResult(content=[TextContent(text=text)], is_error=True)
+        content: list[Any] = []
+        output: list[str] = []
+        with self._lock:
+            for chunk in self.computer().run(language, code):
+                if "content" not in chunk or chunk.get("format") == "active_line":
+                    continue
+                kind, fmt = chunk["type"], chunk.get("format")
+                if kind == "console" and fmt == "output":
+                    output.append(chunk["content"])
+                elif kind == "image" and fmt in _MIME:
+                    content.append(ImageContent(data=chunk["content"], mime_type=_MIME[str(fmt)]))
+                elif kind == "image":
+                    output.append(f"[image saved to {chunk['content']}]\n")
+                elif kind == "code" and fmt == "html":
+                    output.append("[HTML output]\n")
+                elif kind == "message":
+                    output.append(str(chunk["content"]) + "\n")
+        text = "".join(output) or "(no output)"
+        return CallToolResult(content=[TextContent(text=text), *content])
+
+    def interrupt(self) -> None:
+        if self._computer is not None:
+            self._computer.interrupt()
+
+    def close(self) -> None:
+        if self._computer is not None:
+            self._computer.close()
+            self._computer = None
+
+
+def _language_names() -> list[str]:
+    from lmc.computer.languages import LANGUAGES
+
+    return [language.name for language in LANGUAGES]
+
+
+def _languages_text() -> str:
+    import shutil
+
+    from lmc.computer.languages import LANGUAGES
+
+    lines = []
+    for language in LANGUAGES:
+        missing = language.requires is not None and shutil.which(language.requires) is None
+        note = f" (not installed here: {language.install_hint})" if missing else ""
+        lines.append(f"{language.name}{note}")
+    return "\n".join(lines)
+
+
+def build_server(make_computer: Callable[[], _Runs]) -> tuple[MCPServer, _Kernels]:
+    """The MCP server and the kernels it runs code in (close them when it ends)."""
+    kernels = _Kernels(make_computer)
+    server: MCPServer = MCPServer(
+        "lmc",
+        instructions="Runs code in lmc's stateful Jupyter kernels on this computer.",
+    )
+
+    @server.tool(description=RUN_CODE_DESCRIPTION)
+    async def run_code(language: str, code: str) -> CallToolResult:
+        try:
+            return await anyio.to_thread.run_sync(
+                kernels.run, language, code, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            kernels.interrupt()  # the client cancelled the call: stop the code
+            raise
+
+    @server.tool(description="The languages run_code runs on this computer, one a line.")
+    def languages() -> str:
+        return _languages_text()
+
+    del run_code, languages  # registered on the server
+    return server, kernels
+
+
+def serve_stdio(make_computer: Callable[[], _Runs]) -> None:
+    """Serve on stdin/stdout until the client closes the connection."""
+    server, kernels = build_server(make_computer)
+    try:
+        server.run("stdio")
+    finally:
+        kernels.close()

@@ -1,0 +1,94 @@
+"""``lmc mcp serve`` driven by the MCP SDK's own stdio client, as Codex or Claude would."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult, ImageContent, TextContent
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _text(result: CallToolResult) -> str:
+    return "".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+async def _session_calls(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "LMC_CONFIG": str(tmp_path / "config.toml"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "lmc", "mcp", "serve"], env=env, cwd=str(tmp_path)
+    )
+    with (tmp_path / "serve.log").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = await session.list_tools()
+            results = [await session.call_tool(name, arguments) for name, arguments in calls]
+    return tools, results
+
+
+def _run(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    async def main() -> Any:
+        with anyio.fail_after(300):
+            return await _session_calls(tmp_path, calls)
+
+    return anyio.run(main)
+
+
+def test_python_keeps_its_state_between_calls_and_shell_runs(tmp_path: Path) -> None:
+    tools, results = _run(
+        tmp_path,
+        [
+            ("run_code", {"language": "python", "code": "x = 6 * 7"}),
+            ("run_code", {"language": "python", "code": "print(x)"}),
+            ("run_code", {"language": "shell", "code": "echo hello from $(basename $PWD)"}),
+            ("languages", {}),
+        ],
+    )
+    assert [tool.name for tool in tools.tools] == ["run_code", "languages"]
+    run_code = tools.tools[0]
+    assert run_code.input_schema["required"] == ["language", "code"]
+    first, second, shell, languages = results
+    assert not first.is_error and _text(first) == "(no output)"
+    assert _text(second) == "42\n"
+    assert _text(shell) == f"hello from {tmp_path.name}\n"
+    assert _text(languages).splitlines()[0] == "python"
+    assert "shell" in _text(languages).splitlines()
+
+
+def test_errors_come_back_to_the_client(tmp_path: Path) -> None:
+    _, (unknown, raised) = _run(
+        tmp_path,
+        [
+            ("run_code", {"language": "cobol", "code": "DISPLAY 'HI'."}),
+            ("run_code", {"language": "python", "code": "1 / 0"}),
+        ],
+    )
+    assert unknown.is_error
+    assert _text(unknown).startswith("lmc cannot run 'cobol' code; it runs python, shell")
+    assert not raised.is_error  # the code ran; its error is its output
+    assert "ZeroDivisionError" in _text(raised)
+
+
+def test_images_come_back_as_image_content(tmp_path: Path) -> None:
+    code = (
+        "from IPython.display import Image, display\n"
+        "import base64\n"
+        "display(Image(data=base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAD"
+        "UlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==')))\n"
+    )
+    _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": code})])
+    images = [block for block in result.content if isinstance(block, ImageContent)]
+    assert len(images) == 1 and images[0].mime_type == "image/png"
