@@ -16,7 +16,16 @@ MCP servers are ``[mcp.servers.NAME]`` tables (in a profile: ``[fast.mcp.servers
 which adds to or replaces the top-level ones); see :mod:`lmc.mcp.config`. ``--mcp NAME``
 keeps only the servers named, ``--no-mcp`` none.
 
-Environment variables are the key in capitals after ``LMC_`` (``LMC_CONTEXT_SIZE=16384``).
+The ``[sandbox]`` table is settings, not a profile (profiles may have their own
+``[NAME.sandbox]``)::
+
+    [sandbox]
+    mode = "workspace"      # or "read-only", "off"; absent: workspace where a sandbox works
+    network = false
+    hide = ["~/.config/secret-tool"]   # hidden besides ~/.ssh, ~/.aws, ...
+
+Environment variables are the key in capitals after ``LMC_`` (``LMC_CONTEXT_SIZE=16384``;
+for the sandbox ``LMC_SANDBOX``, ``LMC_NETWORK``, ``LMC_SANDBOX_HIDE`` (``:``-separated)).
 Flags win over everything. Every value is checked here, so a typo is one clear line, not a
 traceback deep in the agent.
 """
@@ -67,6 +76,10 @@ class Settings:
     verbose: bool = False
     #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig`), after --mcp/--no-mcp.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
+    sandbox: str | None = None  # None: workspace where a sandbox works, else off
+    network: bool = False
+    sandbox_hide: tuple[str, ...] = ()
+    workdir: str | None = None
     #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
     stt_model: str | None = None
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
@@ -134,6 +147,49 @@ def _optional(check: Callable[[str, object], Any]) -> Callable[[str, object], An
     return convert
 
 
+def _as_sandbox_mode(key: str, value: object) -> str:
+    from lmc.computer.sandbox.policy import check_mode
+
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be off, workspace or read-only, not {value!r}")
+    try:
+        return check_mode(value)
+    except ConfigError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+
+
+def _as_paths(key: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(part for part in value.split(os.pathsep) if part)
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise ConfigError(f"{key} must be a list of paths, not {value!r}")
+
+
+#: Tables that hold settings (``[sandbox]``), not profiles: table key -> setting.
+_SECTIONS: Final[Mapping[str, Mapping[str, str]]] = {
+    "sandbox": {"mode": "sandbox", "network": "network", "hide": "sandbox_hide"},
+}
+
+
+def _flatten(layer: Mapping[str, object], origin: str) -> dict[str, object]:
+    """``[sandbox] mode = ...`` as the flat setting ``sandbox``; a plain string too."""
+    flat: dict[str, object] = {}
+    for key, value in layer.items():
+        names = _SECTIONS.get(key)
+        if names is None or not isinstance(value, dict):
+            flat[key] = value
+            continue
+        for inner, raw in value.items():
+            if inner not in names:
+                known = ", ".join(names)
+                raise ConfigError(
+                    f"unknown setting '{key}.{inner}' in {origin}", hint=f"known: {known}"
+                )
+            flat[names[inner]] = raw
+    return flat
+
+
 _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "model": _optional(_as_str),
     "api_base": _optional(_as_str),
@@ -151,6 +207,10 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "instructions": _optional(_as_str),
     "db_path": _optional(_as_str),
     "verbose": _as_bool,
+    "sandbox": _optional(_as_sandbox_mode),
+    "network": _as_bool,
+    "sandbox_hide": _as_paths,
+    "workdir": _optional(_as_str),
     "stt_model": _optional(_as_str),
 }
 
@@ -188,7 +248,7 @@ def _apply(
     layer: Mapping[str, object],
     origin: str,
 ) -> None:
-    for key, raw in layer.items():
+    for key, raw in _flatten(layer, origin).items():
         if key not in _CONVERTERS:
             known = ", ".join(KEYS)
             raise ConfigError(f"unknown setting {key!r} in {origin}", hint=f"known: {known}")
@@ -229,8 +289,16 @@ def load_settings(
     env = os.environ if env is None else env
     path = config_path(env) if path is None else path
     document = _read_file(path)
-    top = {k: v for k, v in document.items() if not isinstance(v, dict) and k != "profile"}
-    profiles = {k: v for k, v in document.items() if isinstance(v, dict) and k != "mcp"}
+    top = {
+        k: v
+        for k, v in document.items()
+        if (not isinstance(v, dict) or k in _SECTIONS) and k != "profile"
+    }
+    profiles = {
+        k: v
+        for k, v in document.items()
+        if isinstance(v, dict) and k not in _SECTIONS and k != "mcp"
+    }
 
     chosen = profile or env.get("LMC_PROFILE") or document.get("profile")
     if chosen is not None and not isinstance(chosen, str):

@@ -13,6 +13,7 @@ boundary that calls them, with ``raise ... from exc``.
     │   └── ServerError           an OpenAI-compatible server failed (connection, HTTP, SSE)
     ├── ComputerError         a kernel could not be started or driven
     ├── ConfigError           bad configuration (file, profile, environment, flag)
+    │   └── SandboxUnavailableError  a sandbox was asked for and no working tool is here
     ├── InputError            what the person gave cannot be read (standard input not UTF-8)
     ├── StorageError          the conversation database failed
     └── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
@@ -31,6 +32,7 @@ __all__ = [
     "LmcError",
     "MessageError",
     "ModelNotFoundError",
+    "SandboxUnavailableError",
     "ServerError",
     "SpeechModelNotFoundError",
     "StorageError",
@@ -95,6 +97,10 @@ class InputError(LmcError):
 
 class StorageError(LmcError):
     """The conversation database could not be read or written."""
+
+
+class SandboxUnavailableError(ConfigError):
+    """A sandbox was asked for explicitly, and this machine has no working sandbox tool."""
 
 
 class VoiceError(LmcError):

@@ -95,5 +95,9 @@ class JavaScriptKernel(WrapperKernel):
 
 if __name__ == "__main__":
     from ipykernel.kernelapp import IPKernelApp
+    from lmc_wrapper.iopub import hold_output_for_slow_readers
 
-    IPKernelApp.launch_instance(kernel_class=JavaScriptKernel)
+    app = IPKernelApp.instance(kernel_class=JavaScriptKernel)
+    app.initialize()  # type: ignore[no-untyped-call]
+    hold_output_for_slow_readers(app)
+    app.start()  # type: ignore[no-untyped-call]

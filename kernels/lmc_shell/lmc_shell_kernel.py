@@ -74,5 +74,9 @@ def _error_content(finished: Finished) -> dict[str, Any] | None:
 
 if __name__ == "__main__":
     from ipykernel.kernelapp import IPKernelApp
+    from lmc_wrapper.iopub import hold_output_for_slow_readers
 
-    IPKernelApp.launch_instance(kernel_class=ShellKernel)
+    app = IPKernelApp.instance(kernel_class=ShellKernel)
+    app.initialize()  # type: ignore[no-untyped-call]
+    hold_output_for_slow_readers(app)
+    app.start()  # type: ignore[no-untyped-call]

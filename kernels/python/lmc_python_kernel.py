@@ -178,6 +178,19 @@ def _plain_python_path() -> None:
         del sys.path[0]
 
 
+def _load_shared(relative: str) -> Any:
+    """A module of the shared kernel code (``kernels/``), loaded by path: putting ``kernels/``
+    on sys.path would let its folders shadow the user's modules."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, relative)
+    spec = importlib.util.spec_from_file_location(f"_lmc_{os.path.basename(path)[:-3]}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     _plain_python_path()
     # ipykernel skips capturing fd 1/2 (os.write, C libraries, subprocesses) when it thinks
@@ -196,6 +209,7 @@ def main() -> None:
         ]
     )
     ActiveLineTracker(app.kernel, app.shell).install()
+    _load_shared("lmc_wrapper/iopub.py").hold_output_for_slow_readers(app)
     app.start()  # type: ignore[no-untyped-call]
 
 

@@ -55,6 +55,9 @@ class Interpreter:
     table as in config.toml: ``{"command": ..., "args": [...]}`` or ``{"url": ...}``); their
     tools are offered to the model as ``functions.NAME__TOOL`` and confirmed like code (the
     block is ``{"type": "tool_call", "format": "NAME.TOOL", "content": ARGUMENTS_JSON}``).
+    ``sandbox`` (``"workspace"``, ``"read-only"``, ``"off"``; None: workspace where a sandbox
+    works), ``network`` and ``workdir`` say how the code is contained (see
+    :class:`lmc.Computer`); :meth:`set_sandbox` changes them during a conversation.
     """
 
     def __init__(
@@ -81,6 +84,10 @@ class Interpreter:
         output_limit: int = 6_000,
         verbose: bool = False,
         mcp_servers: Mapping[str, Any] | None = None,
+        sandbox: str | None = None,
+        network: bool = False,
+        workdir: str | Path | None = None,
+        sandbox_hide: tuple[str, ...] | list[str] = (),
         stt_model: str | None = None,
     ) -> None:
         if max_steps < 1:
@@ -108,6 +115,16 @@ class Interpreter:
             seed=seed,
             verbose=verbose,  # the backend's own logs (llama.cpp's) on stderr
         )
+        self._sandbox: dict[str, Any] = {
+            "sandbox": sandbox,
+            "network": network,
+            "workdir": workdir,
+            "hide": tuple(sandbox_hide),
+        }
+        if sandbox is not None and computer is None:
+            from lmc.computer.sandbox import resolve_policy
+
+            resolve_policy(sandbox, network=network, workdir=workdir)  # fail now, not later
         self._backend = backend
         self._owns_backend = backend is None
         self._computer = computer
@@ -179,8 +196,22 @@ class Interpreter:
         if self._computer is None:
             from lmc.computer import Computer
 
-            self._computer = Computer()
+            self._computer = Computer(**self._sandbox)
         return self._computer
+
+    def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
+        """Change how code is contained; the kernels restart (returns the languages whose
+        state was lost; the model is told at its next run)."""
+        computer = self.computer
+        change = getattr(computer, "set_sandbox", None)
+        if change is None:
+            raise LmcError("this computer has no sandbox to change")
+        lost: list[str] = change(mode, network=network)
+        policy = getattr(computer, "sandbox", None)
+        if policy is not None:
+            self._sandbox["sandbox"] = policy.mode
+            self._sandbox["network"] = policy.network
+        return lost
 
     @property
     def store(self) -> ConversationStore:

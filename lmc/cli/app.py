@@ -7,6 +7,8 @@ formatting, so ``lmc --help`` does not import rich either (scripts/bench_cli_sta
 from __future__ import annotations
 
 import dataclasses
+import enum
+import inspect
 from typing import Annotated, Any
 
 import typer
@@ -22,11 +24,13 @@ from lmc.cli.options import (
     MaxTokensOpt,
     McpOpt,
     ModelOpt,
+    NetworkOpt,
     NoMcpOpt,
     ProfileOpt,
     ReasoningOpt,
     ReplayOpt,
     ResumeOpt,
+    SandboxOpt,
     SeedOpt,
     SharedOptions,
     ShowReasoningOpt,
@@ -34,6 +38,7 @@ from lmc.cli.options import (
     TemperatureOpt,
     TopPOpt,
     VerboseOpt,
+    WorkdirOpt,
     YesOpt,
 )
 
@@ -88,10 +93,17 @@ def _shared(ctx: typer.Context, given: SharedOptions) -> SharedOptions:
     if outer is None:
         return given
     merged = {
-        f.name: getattr(given, f.name) or getattr(outer, f.name)
+        f.name: _given_or_outer(getattr(given, f.name), getattr(outer, f.name))
         for f in dataclasses.fields(SharedOptions)
     }
     return SharedOptions(**merged)
+
+
+def _given_or_outer(given: Any, outer: Any) -> Any:
+    """The subcommand's value, unless it is unset (None, or a switch left off)."""
+    if given is False and outer is None:  # --no-network: an explicit False
+        return given
+    return given or outer
 
 
 @app.callback(invoke_without_command=True)
@@ -115,6 +127,9 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     top_p: TopPOpt = None,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
     version: Annotated[
         bool,
@@ -141,6 +156,9 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         top_p=top_p,
         mcp=tuple(mcp) if mcp else None,
         no_mcp=no_mcp,
+        sandbox=sandbox.value if sandbox else None,
+        network=network,
+        workdir=workdir,
         stt_model=stt_model,
     )
     if ctx.invoked_subcommand is not None:
@@ -185,6 +203,9 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     top_p: TopPOpt = None,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
@@ -209,12 +230,68 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             top_p=top_p,
             mcp=tuple(mcp) if mcp else None,
             no_mcp=no_mcp,
+            sandbox=sandbox.value if sandbox else None,
+            network=network,
+            workdir=workdir,
             stt_model=stt_model,
         ),
     )
     from lmc.cli.oneshot import run_once
 
     raise typer.Exit(run_once(prompt, options, audio=audio))
+
+
+def _serve_command(ctx: typer.Context, host: str, port: int, **given: Any) -> None:
+    """Serve the agent over a websocket (Open Interpreter's protocol) and a chat page."""
+    fields = {f.name for f in dataclasses.fields(SharedOptions)}
+    values: dict[str, Any] = {
+        name: value.value
+        if isinstance(value, enum.Enum)
+        else tuple(value)
+        if isinstance(value, list)
+        else value
+        for name, value in given.items()
+        if name in fields
+    }
+    from lmc.cli.serve import serve
+
+    raise typer.Exit(serve(_shared(ctx, SharedOptions(**values)), host, port))
+
+
+# `lmc serve` takes every model/session option of `lmc run` (options added to `run` later
+# come along), except those about one prompt's output.
+_serve_command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
+        inspect.Parameter(
+            "host",
+            inspect.Parameter.KEYWORD_ONLY,
+            default="127.0.0.1",
+            annotation=Annotated[
+                str,
+                typer.Option(
+                    "--host",
+                    metavar="ADDR",
+                    help="Address to listen on (beyond loopback: only with LMC_SERVER_TOKEN set).",
+                ),
+            ],
+        ),
+        inspect.Parameter(
+            "port",
+            inspect.Parameter.KEYWORD_ONLY,
+            default=8000,
+            annotation=Annotated[
+                int, typer.Option("--port", metavar="N", help="Port (0: any free one).")
+            ],
+        ),
+        *(
+            parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for name, parameter in inspect.signature(run_command, eval_str=True).parameters.items()
+            if name not in ("ctx", "prompt", "audio", "json", "resume", "show_reasoning")
+        ),
+    ]
+)
+app.command("serve")(_serve_command)
 
 
 _DB = typer.Option("--db", help="Conversation database (default: in the user data dir).")
@@ -293,15 +370,27 @@ def models_command() -> None:
 
 
 @app.command("doctor")
-def doctor_command(
+def doctor_command(  # noqa: PLR0917 - typer reads the options from the signature
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
     profile: ProfileOpt = None,
+    sandbox: SandboxOpt = None,
+    network: NetworkOpt = None,
+    workdir: WorkdirOpt = None,
 ) -> None:
-    """Check this machine: which languages run, which model and backend would be used, GPU."""
+    """Check this machine: which languages run, which model and backend would be used, GPU,
+    and the sandbox."""
     from lmc.cli.doctor import doctor
 
-    raise typer.Exit(doctor(SharedOptions(model=model, api_base=api_base, profile=profile)))
+    options = SharedOptions(
+        model=model,
+        api_base=api_base,
+        profile=profile,
+        sandbox=sandbox.value if sandbox else None,
+        network=network,
+        workdir=workdir,
+    )
+    raise typer.Exit(doctor(options))
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import report, settings_for
@@ -98,6 +99,37 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
     ]
 
 
+def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
+    """(name, good, detail) for the sandbox: mode, tool, network, what is hidden."""
+    from lmc.computer.sandbox import DEFAULT_HIDDEN, INSTALL_HINT, find_tool, resolve_policy
+
+    tool = find_tool()
+    lines: list[tuple[str, bool, str]] = []
+    try:
+        policy, warning = resolve_policy(
+            settings.sandbox,
+            network=settings.network,
+            workdir=settings.workdir,
+            hide=settings.sandbox_hide,
+        )
+    except LmcError as exc:
+        return [("mode", False, f"{settings.sandbox}: {exc}"), ("tool", False, INSTALL_HINT)]
+    asked = settings.sandbox or "default"
+    lines.append(("mode", policy.enabled, f"{policy.mode} ({asked}): {policy.describe()}"))
+    if tool.usable:
+        lines.append(("tool", True, f"{tool.kind} at {tool.path}"))
+    else:
+        lines.append(("tool", False, f"{tool.problem}; {INSTALL_HINT}"))
+    lines.append(("network", True, "on" if policy.network else "off inside the sandbox"))
+    lines.append(("workdir", True, str(policy.workdir)))
+    hidden = [*DEFAULT_HIDDEN, *settings.sandbox_hide]
+    present = len(policy.hidden_paths())
+    lines.append(("hidden", True, f"{', '.join(hidden)} ({present} present here)"))
+    if warning is not None:
+        lines.append(("warning", False, warning))
+    return lines
+
+
 def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     """Speech input is optional: these lines inform, they never fail the check."""
     if importlib.util.find_spec("faster_whisper") is None:
@@ -162,4 +194,7 @@ def doctor(options: SharedOptions) -> int:
     path = config_path()
     line("config", True, f"{path}" + ("" if path.exists() else " (none yet)"))
     line("data", True, str(data_dir()))
+    out.write("sandbox\n")
+    for name, good, detail in sandbox_lines(settings):
+        line(name, good, detail)
     return 1 if failures else 0

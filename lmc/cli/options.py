@@ -12,17 +12,24 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["Reasoning", "SharedOptions"]
+__all__ = ["Reasoning", "SandboxMode", "SharedOptions"]
 
 _SESSION = "Session"
 _MODEL = "Model"
 _OUTPUT = "Output"
+_SANDBOX = "Sandbox"
 
 
 class Reasoning(StrEnum):
     low = "low"
     medium = "medium"
     high = "high"
+
+
+class SandboxMode(StrEnum):
+    off = "off"
+    workspace = "workspace"
+    read_only = "read-only"
 
 
 ModelOpt = Annotated[
@@ -199,6 +206,37 @@ NoMcpOpt = Annotated[
     bool,
     typer.Option("--no-mcp", help="Use no MCP server this run.", rich_help_panel=_SESSION),
 ]
+SandboxOpt = Annotated[
+    SandboxMode | None,
+    typer.Option(
+        "--sandbox",
+        metavar="MODE",
+        help="Contain the code: workspace (write only in the working directory and /tmp), "
+        "read-only, or off [default: workspace where a sandbox works].",
+        rich_help_panel=_SANDBOX,
+        show_default=False,
+        case_sensitive=False,
+    ),
+]
+NetworkOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--network/--no-network",
+        help="Let sandboxed code use the network [default: no network].",
+        rich_help_panel=_SANDBOX,
+        show_default=False,
+    ),
+]
+WorkdirOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--workdir",
+        metavar="DIR",
+        help="Where code runs and may write [default: the current directory].",
+        rich_help_panel=_SANDBOX,
+        show_default=False,
+    ),
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +261,9 @@ class SharedOptions:
     top_p: float | None = None
     mcp: tuple[str, ...] | None = None
     no_mcp: bool = False
+    sandbox: str | None = None
+    network: bool | None = None
+    workdir: str | None = None
     stt_model: str | None = None
 
     def flags(self) -> dict[str, object]:
@@ -243,5 +284,8 @@ class SharedOptions:
             "top_p": self.top_p,
             "mcp": list(self.mcp) if self.mcp else None,
             "no_mcp": True if self.no_mcp else None,
+            "sandbox": self.sandbox,
+            "network": self.network,
+            "workdir": self.workdir,
             "stt_model": self.stt_model,
         }

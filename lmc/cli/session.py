@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from lmc.cli.options import SharedOptions
 from lmc.config import Settings, data_dir, load_settings
-from lmc.errors import LmcError
+from lmc.errors import LmcError, SandboxUnavailableError
 from lmc.messages import Chunk, Message
 from lmc.terminal.base import BlockRenderer
 from lmc.terminal.signals import Terminated
@@ -193,9 +193,31 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
         return store.resolve(resume)
 
 
-def make_interpreter(settings: Settings, conversation_id: str | None = None) -> Any:
-    """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded)."""
+def sandbox_for(settings: Settings) -> Any:
+    """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
+    to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
+    from lmc.computer.sandbox import resolve_policy
+
+    policy, warning = resolve_policy(
+        settings.sandbox,
+        network=settings.network,
+        workdir=settings.workdir,
+        hide=settings.sandbox_hide,
+    )
+    if warning is not None:
+        sys.stderr.write(f"lmc: warning: {warning}\n")
+        sys.stderr.flush()
+    return policy
+
+
+def make_interpreter(
+    settings: Settings, conversation_id: str | None = None, backend: Any = None
+) -> Any:
+    """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded); on
+    ``backend`` when given (``lmc serve`` shares one model), which it then does not close."""
     from lmc import Interpreter
+
+    policy = sandbox_for(settings)
 
     return Interpreter(
         model=settings.model,
@@ -217,7 +239,12 @@ def make_interpreter(settings: Settings, conversation_id: str | None = None) -> 
         instructions=settings.instructions,
         verbose=settings.verbose,
         mcp_servers=settings.mcp_servers,
+        sandbox=policy.mode,
+        network=policy.network,
+        workdir=policy.workdir,
+        sandbox_hide=settings.sandbox_hide,
         stt_model=settings.stt_model,
+        backend=backend,
     )
 
 
@@ -241,6 +268,9 @@ def open_session(options: SharedOptions) -> Session | int:
         output = make_output(options, settings)
         conversation_id = resolve_resume(options.resume, settings.db_path)
         interpreter = make_interpreter(settings, conversation_id)
+    except SandboxUnavailableError as exc:  # asked for a sandbox this machine cannot give
+        report(exc, verbose=verbose)
+        return EXIT_USAGE
     except LmcError as exc:
         return report(exc, verbose=verbose)
     return Session(settings, output, interpreter, conversation_id)

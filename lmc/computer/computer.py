@@ -5,6 +5,10 @@ in the background so start-up hides behind model generation). A run always yield
 console start flag, then active lines and output in the order they happened, then the null
 active line and the end flag; every fault (unknown language, a kernel that cannot start,
 dies, hangs or runs too long) becomes output in that stream, never an exception.
+
+Kernels run in the sandbox :mod:`lmc.computer.sandbox` describes (by default ``workspace``
+wherever a sandbox tool works: writes only in the working directory and a private /tmp, no
+network, secrets hidden). A block that ran into it ends with one line saying so.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
+import warnings
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -37,6 +42,7 @@ from lmc.computer.kernel import (
 )
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
+from lmc.computer.sandbox import explain_block, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
 
@@ -48,9 +54,15 @@ _KNOWN: Final = ", ".join(language.name for language in LANGUAGES)
 class Computer:
     """Runs code in Jupyter kernels (python, shell, javascript, r) and more.
 
-    ``timeout`` is the default per-run limit in seconds (None: no limit). HTML comes out as
-    an HTML chunk for the consumer to show. ``cwd`` is where kernels start (default: the
-    current directory).
+    ``timeout`` is the default per-run limit in seconds (None: no limit). HTML comes out
+    as an HTML chunk for the consumer to show. ``workdir`` (or its older name ``cwd``) is
+    where kernels start and, in ``workspace`` mode, the one place they may write (default:
+    the current directory).
+
+    ``sandbox`` is ``"workspace"``, ``"read-only"``, ``"off"`` or None: workspace where a
+    sandbox tool works, else off with a warning. Asking for a sandbox where none works raises
+    :class:`~lmc.errors.SandboxUnavailableError`. ``network`` lets sandboxed code use the
+    network; ``hide`` adds paths to the hidden secrets.
     """
 
     def __init__(
@@ -58,9 +70,21 @@ class Computer:
         *,
         timeout: float | None = None,
         cwd: str | Path | None = None,
+        sandbox: str | None = None,
+        network: bool = False,
+        workdir: str | Path | None = None,
+        hide: Sequence[str] = (),
     ) -> None:
         self.timeout = timeout
-        self.cwd = None if cwd is None else Path(cwd)
+        where = workdir if workdir is not None else cwd
+        self.cwd = None if where is None else Path(where).expanduser().resolve()
+        self._hide = tuple(hide)
+        self.sandbox, warning = resolve_policy(
+            sandbox, network=network, workdir=self.cwd, hide=self._hide
+        )
+        if warning is not None:
+            warnings.warn(f"lmc: {warning}", RuntimeWarning, stacklevel=2)
+        self._notice: str | None = None  # said once, before the next run's output
         self._lock = threading.RLock()  # reentrant: interrupt() may run in a signal handler
         self._sessions: dict[str, KernelSession] = {}
         self._running: set[KernelSession] = set()
@@ -95,6 +119,32 @@ class Computer:
         if resolved is None or resolved.kernel is None:
             raise ComputerError(f"there is no kernel for {language!r} (known: {_KNOWN})")
         self._replace(resolved)
+
+    def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
+        """Change the sandbox (and/or its network); running kernels are shut down so the
+        next run starts contained the new way. Returns the languages whose state was lost;
+        the next run's output starts by telling the model so."""
+        policy, _ = resolve_policy(
+            mode if mode is not None else self.sandbox.mode,
+            network=self.sandbox.network if network is None else network,
+            workdir=self.sandbox.workdir,
+            hide=self._hide,
+        )
+        with self._lock:
+            self.sandbox = policy
+            lost = [name for name, s in self._sessions.items() if s.started_at is not None]
+            sessions = dict(self._sessions)
+            self._sessions.clear()
+        if lost:
+            self._notice = (
+                f"(The {', '.join(lost)} kernel{'s were' if len(lost) > 1 else ' was'} "
+                f"restarted for the new sandbox ({policy.describe()}): earlier variables and "
+                "imports are gone.)\n"
+            )
+        threading.Thread(
+            target=_shutdown_all, args=(sessions, None), name="lmc-shutdown", daemon=True
+        ).start()
+        return lost
 
     def interrupt(self) -> None:
         """Stop whatever code is running now; kernels and their state survive."""
@@ -175,8 +225,33 @@ class Computer:
             yield output_chunk(f"{exc}{hint}\n")
             return
         translator = MessageTranslator()
+        notice, self._notice = self._notice, None
+        if notice is not None:
+            yield output_chunk(notice)
         with self._lock:
             self._running.add(session)
+        seen = _Ends()  # error messages are short: the ends of the output are enough
+        try:
+            for chunk in self._execute(language, session, translator, code, timeout):
+                if chunk.get("format") == "output" and isinstance(chunk.get("content"), str):
+                    seen.add(chunk["content"])
+                yield chunk
+        finally:
+            with self._lock:
+                self._running.discard(session)
+        policy = session.sandbox
+        line = None if policy is None else explain_block(seen.text(), policy)
+        if line is not None:
+            yield output_chunk(("\n" if seen.open_line else "") + line + "\n")
+
+    def _execute(
+        self,
+        language: Language,
+        session: KernelSession,
+        translator: MessageTranslator,
+        code: str,
+        timeout: float | None,
+    ) -> Iterator[Chunk]:
         try:
             for event in session.execute(code, timeout=timeout):
                 if isinstance(event, dict):
@@ -188,9 +263,6 @@ class Computer:
         except ComputerError as exc:  # the kernel was shut down under the run (close, restart)
             yield from translator.flush()
             yield output_chunk(f"\nThe run was cut short: {exc}.\n")
-        finally:
-            with self._lock:
-                self._running.discard(session)
 
     def _fault(
         self,
@@ -259,7 +331,34 @@ class Computer:
             self._finalizer = weakref.finalize(
                 self, _shutdown_all, self._sessions, self._runtime_dir
             )
-        return KernelSession(kernel_spec(kernel), runtime_dir=self._runtime_dir, cwd=self.cwd)
+        return KernelSession(
+            kernel_spec(kernel),
+            runtime_dir=self._runtime_dir,
+            cwd=self.cwd,
+            sandbox=self.sandbox,
+        )
+
+
+class _Ends:
+    """The first and last few KB of a run's output, in bounded memory."""
+
+    SIZE: Final = 8192
+
+    def __init__(self) -> None:
+        self.head = ""
+        self.tail = ""
+        self.open_line = False
+
+    def add(self, text: str) -> None:
+        if not text:
+            return
+        self.open_line = not text.endswith("\n")
+        if len(self.head) < self.SIZE:
+            self.head += text[: self.SIZE - len(self.head)]
+        self.tail = (self.tail + text[-self.SIZE :])[-self.SIZE :]
+
+    def text(self) -> str:
+        return self.head + "\n" + self.tail
 
 
 def _missing(language: Language) -> bool:

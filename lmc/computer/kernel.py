@@ -8,9 +8,12 @@ the IOPub messages whose parent is that request, plus fault events (:class:`Kern
 socket, the shell socket and a pidfd of the kernel process, so output, the reply and the
 kernel's death all wake it at once; there is no sleep-polling.
 
-Kernels are launched with lmc's own argv (:mod:`lmc.computer.kernelspecs`), on loopback,
-with owner-only connection files in a private runtime directory, stdin from /dev/null and
-their own stdout/stderr in a log file (shown when a kernel fails to start).
+Kernels are launched with lmc's own argv (:mod:`lmc.computer.kernelspecs`), inside the
+sandbox a :class:`~lmc.computer.sandbox.SandboxPolicy` describes (when it is on), with stdin
+from /dev/null and their own stdout/stderr in a log file (shown when a kernel fails to start).
+Each kernel gets a private (0700) directory holding its owner-only connection file and, on
+POSIX, its ZeroMQ ipc sockets (Unix sockets: no TCP port anyone on the machine can reach, and
+they work inside a sandbox without a network); that one directory is shared into the sandbox.
 
 This is the one place that maps jupyter_client, zmq and process errors to
 :class:`~lmc.errors.ComputerError`.
@@ -21,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -33,6 +38,7 @@ from queue import Empty
 from typing import IO, Any, Final
 
 from lmc.computer.kernelspecs import KernelSpec
+from lmc.computer.sandbox import SandboxPolicy, launch, wrap_command
 from lmc.errors import ComputerError
 
 __all__ = ["InterruptIgnored", "KernelDied", "KernelEvent", "KernelSession", "TimedOut"]
@@ -43,6 +49,11 @@ START_TIMEOUT: Final = 60.0
 INTERRUPT_GRACE: Final = 3.0
 #: Seconds a kernel gets to exit after a shutdown request before it is killed.
 SHUTDOWN_GRACE: Final = 1.0
+#: Seconds of IOPub silence after the execute reply before a lost idle status is assumed.
+#: The kernel sends idle right after the reply; only a kernel whose IOPub drops messages under
+#: a slow reader (IRkernel; lmc's own kernels wait instead) can lose it, and without this the
+#: run would wait for it forever.
+IDLE_AFTER_REPLY: Final = 5.0
 #: Without a pidfd (not Linux), how often the kernel process is checked while waiting.
 _LIVENESS_INTERVAL: Final = 0.25
 _LOG_TAIL: Final = 2000
@@ -111,8 +122,10 @@ class KernelSession:
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
         start_timeout: float = START_TIMEOUT,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.spec = spec
+        self.sandbox = sandbox if sandbox is not None and sandbox.enabled else None
         self._runtime_dir = runtime_dir
         self._cwd = cwd
         self._env = dict(env or {})
@@ -132,6 +145,7 @@ class KernelSession:
         self._poller: Any = None
         self._log: IO[bytes] | None = None
         self._connection_file: Path | None = None
+        self._log_path: Path | None = None
         self._interrupted_at: float | None = None
         self._one_request = threading.Lock()  # the sockets serve one execute at a time
         self.started_at: float | None = None
@@ -179,7 +193,13 @@ class KernelSession:
 
     @property
     def returncode(self) -> int | None:
-        return None if self._process is None else self._process.poll()
+        return None if self._process is None else self._exit_status(self._process.poll())
+
+    def _exit_status(self, returncode: int | None) -> int | None:
+        """bwrap reports a kernel killed by signal N as status 128 + N: map it back."""
+        if self.sandbox is not None and returncode is not None and 128 < returncode < 193:
+            return -(returncode - 128)
+        return returncode
 
     def interrupt(self) -> None:
         """Ask the running code to stop (SIGINT to the kernel's process group, or a message)."""
@@ -236,7 +256,7 @@ class KernelSession:
             finally:
                 self._one_request.release()
         elif self._connection_file is not None:
-            self._connection_file.unlink(missing_ok=True)
+            shutil.rmtree(self._connection_file.parent, ignore_errors=True)
 
     def _release(self) -> None:
         if self._client is not None:
@@ -256,7 +276,7 @@ class KernelSession:
             self._log.close()
             self._log = None
         if self._connection_file is not None:
-            self._connection_file.unlink(missing_ok=True)
+            shutil.rmtree(self._connection_file.parent, ignore_errors=True)
 
     # -- start-up (background thread) -------------------------------------------------------
 
@@ -279,30 +299,51 @@ class KernelSession:
         from jupyter_client.connect import write_connection_file
         from jupyter_client.launcher import launch_kernel
 
-        stem = f"kernel-{self.spec.name}-{uuid.uuid4().hex[:12]}"
-        connection_file = self._runtime_dir / f"{stem}.json"
+        # Short names: a Unix socket path must fit in about 100 bytes.
+        stem = f"k-{self.spec.name[:12]}-{uuid.uuid4().hex[:8]}"
+        private = self._runtime_dir / stem
+        private.mkdir(mode=0o700)
+        connection_file = private / "kernel.json"
+        ipc = os.name == "posix"
         write_connection_file(
             str(connection_file),
-            ip="127.0.0.1",
-            transport="tcp",
+            ip=str(private / "s") if ipc else "127.0.0.1",
+            transport="ipc" if ipc else "tcp",
             key=secrets.token_hex(32).encode(),
             kernel_name=self.spec.name,
         )
         self._connection_file = connection_file
-        self._log = (self._runtime_dir / f"{stem}.log").open("wb")
+        self._log_path = self._runtime_dir / f"{stem}.log"
+        self._log = self._log_path.open("wb")
         env = {**os.environ, **KERNEL_ENV, **self.spec.env, **self._env}
-        try:
-            self._process = launch_kernel(
-                self.spec.command(str(connection_file)),
-                stdin=subprocess.DEVNULL,
-                stdout=self._log.fileno(),
-                stderr=self._log.fileno(),
-                env=env,
-                cwd=None if self._cwd is None else str(self._cwd),
+        command = self.spec.command(str(connection_file))
+        cwd = self._cwd
+        if self.sandbox is not None:
+            cwd = cwd or self.sandbox.workdir
+            needed = [self.spec.resource_dir, Path(sys.prefix), Path(sys.base_prefix)]
+            command = wrap_command(
+                self.sandbox, command, shared=[private], readable=needed, cwd=cwd
             )
+        log = self._log
+
+        def start() -> subprocess.Popen[bytes]:
+            process: subprocess.Popen[bytes] = launch_kernel(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log.fileno(),
+                stderr=log.fileno(),
+                env=env,
+                cwd=None if cwd is None else str(cwd),
+            )
+            return process
+
+        try:
+            # From lmc's long-lived launcher thread: bwrap's die-with-parent is tied to the
+            # thread that starts it, and this start-up thread ends in a moment.
+            self._process = launch(start)
         except OSError as exc:
             raise ComputerError(
-                f"could not run the {self.spec.name} kernel ({self.spec.argv[0]}): {exc}"
+                f"could not run the {self.spec.name} kernel ({command[0]}): {exc}"
             ) from exc
         if hasattr(os, "pidfd_open"):
             self._pidfd = os.pidfd_open(self._process.pid)
@@ -360,9 +401,9 @@ class KernelSession:
 
     def log_tail(self) -> str:
         """The end of what the kernel process wrote to its own stdout/stderr."""
-        if self._connection_file is None:
+        path = self._log_path
+        if path is None:
             return ""
-        path = self._connection_file.with_suffix(".log")
         try:
             data = path.read_bytes()[-_LOG_TAIL:]
         except OSError:
@@ -389,12 +430,16 @@ class KernelSession:
         self._interrupted_at = None
         deadline = None if timeout is None else time.monotonic() + timeout
         timed_out = replied = idle = False
+        quiet_since = 0.0  # once replied: when the last IOPub message for this run arrived
         try:
             while not (replied and idle):
                 wake_at = deadline
                 if self._interrupted_at is not None:
                     grace_end = self._interrupted_at + INTERRUPT_GRACE
                     wake_at = grace_end if wake_at is None else min(wake_at, grace_end)
+                if replied:
+                    idle_by = quiet_since + IDLE_AFTER_REPLY
+                    wake_at = idle_by if wake_at is None else min(wake_at, idle_by)
                 ready = self._poll(None if wake_at is None else wake_at - time.monotonic())
                 if self._wake_read in ready:
                     with contextlib.suppress(BlockingIOError):
@@ -402,6 +447,7 @@ class KernelSession:
                 for message in self._drain(client.iopub_channel, ready):
                     if message["parent_header"].get("msg_id") != msg_id:
                         continue
+                    quiet_since = time.monotonic()
                     msg_type = message["header"]["msg_type"]
                     if msg_type == "status":
                         idle = idle or message["content"].get("execution_state") == "idle"
@@ -410,13 +456,15 @@ class KernelSession:
                 for message in self._drain(client.shell_channel, ready):
                     if message["parent_header"].get("msg_id") == msg_id:
                         replied = True
+                        quiet_since = time.monotonic()
                 for message in self._drain(client.stdin_channel, ready):
                     # Kernels that ignore allow_stdin=False (IRkernel) ask anyway: there is no
                     # keyboard, so the answer is an empty line, and the consumer is told.
                     if message["header"]["msg_type"] == "input_request":
                         client.input("")
                         yield message
-                if replied and idle:
+                if replied and (idle or time.monotonic() >= quiet_since + IDLE_AFTER_REPLY):
+                    idle = True  # its idle status was lost on the way: the run is over
                     break
                 if self._pidfd in ready or not self.alive:
                     yield KernelDied(self._wait_exit())
@@ -461,7 +509,7 @@ class KernelSession:
         if process is None:
             return None
         try:
-            return process.wait(1.0)
+            return self._exit_status(process.wait(1.0))
         except subprocess.TimeoutExpired:
             return None
 

@@ -7,7 +7,12 @@ from typing import TextIO
 
 from lmc.messages import Chunk
 
-__all__ = ["JsonRenderer"]
+__all__ = ["JsonRenderer", "chunk_json"]
+
+
+def chunk_json(chunk: Chunk) -> str:
+    """One chunk as ``lmc run --json`` writes it (and ``lmc serve`` sends it), no newline."""
+    return json.dumps(chunk, ensure_ascii=False)
 
 
 class JsonRenderer:
@@ -22,7 +27,7 @@ class JsonRenderer:
         self._open: Chunk | None = None  # the start chunk of the message not yet ended
 
     def feed(self, chunk: Chunk) -> None:
-        self.out.write(json.dumps(chunk, ensure_ascii=False) + "\n")
+        self.out.write(chunk_json(chunk) + "\n")
         self.out.flush()
         if chunk.get("start"):
             self._open = chunk

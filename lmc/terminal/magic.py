@@ -1,4 +1,5 @@
-"""The chat's %commands: %reset, %undo, %save, %load, %tokens, %verbose, %auto_run, %export, %help.
+"""The chat's %commands: %reset, %undo, %save, %load, %tokens, %verbose, %auto_run, %export,
+%sandbox, %network, %help.
 
 Each command is a small function of the chat's state; unknown commands show the help.
 """
@@ -26,6 +27,8 @@ HELP = """\
 %verbose [on|off]      show full tracebacks for errors
 %auto_run on|off       run code without asking (on) or ask before each block (off)
 %export [path.ipynb]   export the conversation as a notebook (.md: Markdown, .json: LMC)
+%sandbox [off|workspace|read-only]  how code is contained (restarts the kernels)
+%network [on|off]      network for sandboxed code (restarts the kernels)
 %help                  this help
 Esc-Enter: new line · Ctrl-C: stop the model or the code · Ctrl-D: quit"""
 
@@ -135,6 +138,39 @@ def _export(state: ChatState, args: list[str]) -> None:
     state.say(f"exported the conversation to {path} ({fmt})")
 
 
+def _change_sandbox(state: ChatState, mode: str | None, network: bool | None) -> None:
+    lost = state.interpreter.set_sandbox(mode, network=network)
+    policy = state.interpreter.computer.sandbox
+    restarted = (
+        f"; the {', '.join(lost)} kernel{'s' if len(lost) > 1 else ''} restarted, "
+        "so earlier variables and imports are gone (the model is told)"
+        if lost
+        else ""
+    )
+    state.say(f"{policy.describe()}{restarted}")
+
+
+def _sandbox(state: ChatState, args: list[str]) -> None:
+    from lmc.computer.sandbox import MODES
+
+    if not args:
+        policy = getattr(state.interpreter.computer, "sandbox", None)
+        now = policy.describe() if policy is not None else "unknown"
+        state.say(f"{now}\nusage: %sandbox {'|'.join(MODES)}")
+        return
+    _change_sandbox(state, args[0], None)
+
+
+def _network(state: ChatState, args: list[str]) -> None:
+    policy = getattr(state.interpreter.computer, "sandbox", None)
+    current = bool(policy is not None and policy.network)
+    value = _on_off(args[0] if args else None, current)
+    if value is None:
+        state.say(f"usage: %network on|off (now {'on' if current else 'off'})")
+        return
+    _change_sandbox(state, None, value)
+
+
 def _help(state: ChatState, args: list[str]) -> None:
     state.say(HELP)
 
@@ -148,6 +184,8 @@ _COMMANDS: dict[str, Callable[[ChatState, list[str]], None]] = {
     "verbose": _verbose,
     "auto_run": _auto_run,
     "export": _export,
+    "sandbox": _sandbox,
+    "network": _network,
     "help": _help,
 }
 

@@ -10,6 +10,7 @@ from agent_testing import MakeInterpreter
 
 from lmc.agent.display import PlainRenderer
 from lmc.agent.storage import ConversationStore
+from lmc.computer import Computer
 from lmc.messages import Chunk, assemble
 
 FINAL = "<|channel|>final<|message|>{}<|return|>"
@@ -272,9 +273,10 @@ def test_breaking_at_the_confirmation_runs_nothing_and_leaves_it_usable(
 
 
 def test_asking_for_the_next_chunk_after_the_confirmation_runs_the_code(
-    make_interpreter: MakeInterpreter, tmp_path: Path
+    make_interpreter: MakeInterpreter, computer: Computer
 ) -> None:
-    target = tmp_path / "made.txt"
+    assert computer.cwd is not None
+    target = computer.cwd / "made.txt"  # the working directory: the sandbox lets it write
     interpreter, _ = make_interpreter(
         [python_call(f"open({str(target)!r}, 'w').write('x')"), FINAL.format("Made.")]
     )

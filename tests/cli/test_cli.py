@@ -99,7 +99,10 @@ def test_yes_runs_the_code(
 ) -> None:
     target = tmp_path / "made.txt"
     path = replay(code(f"open({str(target)!r}, 'w').write('x')"), final("Made."))
-    result = _run(lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "-y", "make it")
+    workdir = ("--workdir", str(tmp_path))  # where the sandbox lets the code write
+    result = _run(
+        lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "-y", *workdir, "make it"
+    )
     assert result.exit_code == 0, result.stderr
     assert target.read_text() == "x"
 

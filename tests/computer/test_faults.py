@@ -145,15 +145,19 @@ def test_huge_output_streams_without_memory_growth(computer):
     assert len(text) < 10_200
 
 
-def test_connection_files_are_private_and_kernels_listen_on_loopback_only(computer):
-    session = _python_session(computer)
-    path = session.connection_file
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert path.parent.stat().st_mode & 0o777 == 0o700
-    info = json.loads(path.read_text())
-    assert info["ip"] == "127.0.0.1" and info["transport"] == "tcp"
-    if sys.platform.startswith("linux"):
-        assert _listening_addresses(session.pid) <= {"127.0.0.1"}
+@pytest.mark.parametrize("sandbox", ["workspace", "off"])
+def test_connection_files_are_private_and_kernels_use_ipc_sockets(sandbox):
+    with Computer(sandbox=sandbox) as computer:
+        session = _python_session(computer)
+        path = session.connection_file
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert path.parent.stat().st_mode & 0o777 == 0o700
+        info = json.loads(path.read_text())
+        assert info["transport"] == "ipc" and info["ip"] == str(path.parent / "s")
+        assert (path.parent / f"s-{info['shell_port']}").is_socket()
+        if sys.platform.startswith("linux") and sandbox == "off":  # same network namespace
+            # ipykernel itself listens on one loopback port besides the ipc sockets
+            assert _listening_addresses(session.pid) <= {"127.0.0.1"}
 
 
 def _listening_addresses(pid: int) -> set[str]:
@@ -177,7 +181,6 @@ def _listening_addresses(pid: int) -> set[str]:
                     addresses.add(".".join(str(int(hex_ip[i : i + 2], 16)) for i in (6, 4, 2, 0)))
                 else:
                     addresses.add("ipv6:" + hex_ip)
-    assert addresses, "the kernel listens on nothing?"
     return addresses
 
 
@@ -317,8 +320,10 @@ def _alive(pid: int) -> bool:
 )
 def test_closing_a_busy_wrapper_kernel_ends_its_children(language, spawn, busy):
     """The wrapped bash or node runs in a session of its own: only the kernel's shutdown
-    (``do_shutdown`` closing it) ends the children it started."""
-    computer = Computer()
+    (``do_shutdown`` closing it) ends the children it started. Without a sandbox: inside
+    one, the PIDs the code prints are the sandbox's own, and its PID namespace ends every
+    child anyway (tests/computer/sandbox)."""
+    computer = Computer(sandbox="off")
     try:
         child = int(output_of(collect(computer, language, spawn)).split()[-1])
         assert _alive(child)
@@ -339,3 +344,26 @@ def test_closing_a_busy_wrapper_kernel_ends_its_children(language, spawn, busy):
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child), f"{language}: the kernel's child outlived it"
+
+
+@pytest.mark.parametrize(
+    ("language", "code"),
+    [
+        ("python", "for i in range(20_000):\n    print(i, flush=True)"),
+        ("shell", "for i in $(seq 0 19999); do echo $i; done"),
+        ("javascript", "for (let i = 0; i < 20000; i++) console.log(i)"),
+    ],
+)
+def test_a_reader_that_pauses_loses_no_output(computer, language, code):
+    """A kernel printing while lmc is not reading waits for it: every message arrives, the
+    run's idle status included (a dropped one left the run waiting forever)."""
+    collect(computer, language, "1" if language != "shell" else "true")
+    texts = []
+    paused = False
+    for chunk in computer.run(language, code):
+        if chunk.get("format") == "output":
+            texts.append(chunk["content"])
+            if not paused:
+                paused = True
+                time.sleep(3)  # the kernel goes on printing meanwhile
+    assert "".join(texts).split() == [str(i) for i in range(20_000)]

@@ -1,0 +1,132 @@
+"""``lmc serve``: the agent over a websocket (Open Interpreter's protocol) and a chat page.
+
+Settings come from the same options, config file and ``LMC_*`` variables as ``lmc run``.
+The in-process model is loaded once, before the URL is printed, and shared by every
+connection (generations take turns); with ``--api-base`` each connection talks to the
+server on its own, in parallel. The token is printed with the URL, as Jupyter does, unless
+``LMC_SERVER_TOKEN`` sets it; listening beyond loopback without one is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from typing import Any
+
+from lmc.cli.options import SharedOptions
+from lmc.cli.session import EXIT_USAGE, make_interpreter, report, settings_for
+from lmc.errors import LmcError
+
+__all__ = ["TOKEN_VARIABLE", "serve"]
+
+TOKEN_VARIABLE = "LMC_SERVER_TOKEN"
+#: uvicorn's own frame limit, above the protocol's 50 MB so that the app answers an
+#: oversized frame with an error chunk instead of the socket closing.
+_WS_MAX_SIZE = 64 * 1024 * 1024
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(f"lmc: {text}\n")
+    sys.stderr.flush()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise LmcError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def serve(options: SharedOptions, host: str, port: int) -> int:
+    """Serve until Ctrl-C; 0 then, 1 on an error, 2 on bad usage."""
+    from lmc.server.security import is_loopback, new_token
+
+    token = os.environ.get(TOKEN_VARIABLE) or None
+    if token is None and not is_loopback(host):
+        _err(
+            f"error: refusing to listen on {host} without a token: anyone who can reach it "
+            f"could run code here. Set {TOKEN_VARIABLE}, or listen on 127.0.0.1."
+        )
+        return EXIT_USAGE
+    try:
+        import uvicorn
+
+        from lmc.server.app import ServerConfig, create_app
+    except ImportError as exc:
+        _err(f'error: lmc serve needs the server extras ({exc.name}): pip install "lmc[server]"')
+        return 1
+    verbose = options.verbose
+    loader: Any = None
+    try:
+        settings = settings_for(options)
+        verbose = settings.verbose
+        sock = _bind(host, port)
+        shared = None
+        if not settings.api_base:
+            what = settings.model or "the default model"
+            _err(f"loading {what}…")
+            loader = make_interpreter(settings)
+            loader.load()
+            shared = loader.backend
+
+        def factory(conversation_id: str | None, backend: Any) -> Any:
+            return make_interpreter(settings, conversation_id, backend=backend)
+
+        config = ServerConfig(
+            token=token or new_token(),
+            make_interpreter=factory,
+            shared_backend=shared,
+            auto_run=settings.auto_run,
+            db_path=settings.db_path,
+        )
+        app = create_app(config)
+    except LmcError as exc:
+        if loader is not None:
+            loader.close()
+        return report(exc, verbose=verbose)
+    bound_port = int(sock.getsockname()[1])
+    url = _url(host, bound_port)
+    announce = (
+        f"lmc serve: listening on {url}\n"
+        f"  open the chat page: {url}?token={config.token}\n"
+        "  websocket clients send first: "
+        + ('{"auth": "$LMC_SERVER_TOKEN"}' if token else f'{{"auth": "{config.token}"}}')
+        + "\n  Ctrl-C stops the server.\n"
+    )
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                sys.stdout.write(announce)
+                sys.stdout.flush()
+
+    server = _Server(
+        uvicorn.Config(
+            app,
+            ws_max_size=_WS_MAX_SIZE,
+            log_level="info" if verbose else "warning",
+            lifespan="on",
+        )
+    )
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shut down cleanly, then re-raised the Ctrl-C
+        pass
+    finally:
+        sock.close()
+        if loader is not None:
+            loader.close()
+    return 0

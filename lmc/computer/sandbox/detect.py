@@ -1,0 +1,92 @@
+"""Which sandbox tool this machine has, and whether it works (probed once per process).
+
+Linux uses bubblewrap (``bwrap``), macOS ``sandbox-exec``. Having the binary is not enough
+(a container may forbid namespaces), so the first question runs it once on ``true`` with the
+same namespaces a kernel gets; the answer is cached for the process (a few ms).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Final, Literal
+
+__all__ = ["INSTALL_HINT", "SandboxTool", "find_tool"]
+
+#: How a person gets a sandbox tool, for the warning and the error.
+INSTALL_HINT: Final = (
+    "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; "
+    "Fedora: `sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`)"
+)
+
+_PROBE_TIMEOUT: Final = 10.0
+
+
+@dataclass(frozen=True)
+class SandboxTool:
+    """The tool (``kind``), its path, and why it cannot be used (``problem``, None: usable)."""
+
+    kind: Literal["bubblewrap", "seatbelt", "none"]
+    path: str | None
+    problem: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None and self.path is not None
+
+
+_cache: dict[tuple[str, str | None], SandboxTool] = {}
+_cache_lock = threading.Lock()
+
+
+def find_tool() -> SandboxTool:
+    """This machine's sandbox tool, probed on first use for the current PATH."""
+    if sys.platform == "darwin":
+        path = shutil.which("sandbox-exec") or (
+            "/usr/bin/sandbox-exec" if shutil.which("/usr/bin/sandbox-exec") else None
+        )
+        key = ("seatbelt", path)
+    else:
+        path = shutil.which("bwrap") if sys.platform.startswith("linux") else None
+        key = ("bubblewrap", path)
+    with _cache_lock:
+        tool = _cache.get(key)
+        if tool is None:
+            tool = _probe(key[0], path)
+            _cache[key] = tool
+    return tool
+
+
+def _probe(kind: str, path: str | None) -> SandboxTool:
+    if path is None:
+        if kind == "bubblewrap" and not sys.platform.startswith("linux"):
+            return SandboxTool("none", None, f"no sandbox tool for {sys.platform}")
+        name = "bwrap (bubblewrap)" if kind == "bubblewrap" else "sandbox-exec"
+        return SandboxTool("none", None, f"{name} is not installed")
+    if kind == "bubblewrap":
+        from lmc.computer.sandbox.bubblewrap import probe_command
+
+        command = probe_command(path)
+    else:
+        command = [path, "-p", "(version 1)(allow default)", "/usr/bin/true"]
+    try:
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return SandboxTool("bubblewrap" if kind == "bubblewrap" else "seatbelt", path, str(exc))
+    tool_kind: Literal["bubblewrap", "seatbelt"] = (
+        "bubblewrap" if kind == "bubblewrap" else "seatbelt"
+    )
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = said[-1] if said else f"exit status {done.returncode}"
+        return SandboxTool(tool_kind, path, f"{path} does not work here: {why}")
+    return SandboxTool(tool_kind, path)

@@ -1,0 +1,72 @@
+"""The one line that tells the person and the model a block ran into the sandbox.
+
+It is appended to the block's output (which the model reads), so the model explains what
+happened and how to allow it instead of retrying the same thing. It looks at the error text
+the code printed: the sandbox makes the kernel's system calls fail with ordinary errors
+(EROFS for a write, ENETUNREACH or ECONNREFUSED for the network, ENOENT for a hidden file).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Final
+
+from lmc.computer.sandbox.policy import SandboxPolicy
+
+__all__ = ["PREFIX", "explain_block"]
+
+PREFIX: Final = "[blocked by the sandbox]"
+
+_WRITE = re.compile(r"(?i:read-only file system)|\bEROFS\b")
+_NETWORK = re.compile(
+    r"(?i:network is unreachable|connection refused|could not resolve|"
+    r"temporary failure in name resolution|name or service not known|failed to resolve|"
+    r"no address associated)|\b(?:ENETUNREACH|ECONNREFUSED|EAI_AGAIN|ENOTFOUND)\b|getaddrinfo|"
+    r"[\w.:\[\]-]+:\d+ cannot be opened"  # R's socketConnection
+)
+_MISSING = re.compile(
+    r"(?i:no such file|not found|cannot open|can't open|permission denied|"
+    r"operation not permitted)|\bENOENT\b"
+)
+
+
+def explain_block(output: str, policy: SandboxPolicy) -> str | None:
+    """The sandbox line for a block's ``output``, or None when the sandbox played no part."""
+    if not policy.enabled:
+        return None
+    reasons: list[str] = []
+    if _WRITE.search(output):
+        where = (
+            f"only in {policy.workdir} and /tmp"
+            if policy.mode == "workspace"
+            else "only in /tmp (read-only mode)"
+        )
+        reasons.append(
+            f"it may write {where}; `--sandbox off` (in the chat: `%sandbox off`) lifts that"
+        )
+    if not policy.network and _NETWORK.search(output):
+        reasons.append("it has no network; `--network` (in the chat: `%network on`) allows it")
+    hidden = _hidden_mentioned(output, policy)
+    if hidden is not None and _MISSING.search(output):
+        reasons.append(f"{hidden} is hidden (secrets show empty); `--sandbox off` shows it")
+    if not reasons:
+        return None
+    return f"{PREFIX} {'; '.join(reasons)}."
+
+
+def _hidden_mentioned(output: str, policy: SandboxPolicy) -> str | None:
+    home = str(Path.home())
+    for path in policy.hidden_paths():
+        text = str(path)
+        short = "~" + text[len(home) :] if text.startswith(home + "/") else text
+        if text in output or short in output:
+            return short
+        # Error messages often print the file inside it (~/.ssh/id_rsa) under another
+        # spelling of the home directory; the hidden name with its parent is enough.
+        tail = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+        if path.parent == Path(home) and f"/{path.name}" in output:
+            return short
+        if tail in output:
+            return short
+    return None

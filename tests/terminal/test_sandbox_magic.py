@@ -1,0 +1,124 @@
+"""``%sandbox`` and ``%network``: against a real Interpreter, and in the chat in tmux."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.replay import write_replay
+from test_tmux_chat import ROOT, Pane, _code, _final
+
+from lmc import Interpreter
+from lmc.errors import ConfigError
+from lmc.terminal.confirm import Confirmer
+from lmc.terminal.magic import HELP, ChatState, run_magic
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory on a real disk outside the working directory (the sandbox's /tmp is its
+    own, so not under /tmp)."""
+    directory = Path(tempfile.mkdtemp(prefix="lmc-magic-test-", dir="/var/tmp"))
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
+    tiny_model: Path, tmp_path: Path, outside: Path
+) -> None:
+    target = outside / "escape.txt"
+    replay = write_replay(
+        tmp_path / "replay.txt",
+        [
+            _code(f"kept = 41\nopen({str(target)!r}, 'w').write('x')"),
+            _final("Blocked."),
+            _code(f"open({str(target)!r}, 'w').write('x')\nprint(kept)"),
+            _final("Written."),
+        ],
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    interpreter = Interpreter(
+        model=str(tiny_model), replay=replay, db_path=tmp_path / "c.db", auto_run=True,
+        sandbox="workspace", workdir=work,
+    )  # fmt: skip
+    said: list[str] = []
+    chat = ChatState(interpreter, Confirmer(auto_run=True, ask=None, say=said.append), said.append)
+    try:
+        interpreter.chat("write outside", display=False)
+        assert not target.exists()
+        assert "[blocked by the sandbox]" in str(interpreter.messages[-2]["content"])
+
+        run_magic("%sandbox", chat)
+        assert said[-1].startswith("sandbox workspace: code writes in") and "no network" in said[-1]
+        run_magic("%network on", chat)
+        assert interpreter.computer.sandbox.network
+        assert "network on" in said[-1] and "python kernel restarted" in said[-1]
+        run_magic("%network", chat)  # toggles back off; no kernel ran since: nothing lost
+        assert not interpreter.computer.sandbox.network and "restarted" not in said[-1]
+        run_magic("%sandbox off", chat)
+        assert interpreter.computer.sandbox.mode == "off" and said[-1].startswith("sandbox off")
+        with pytest.raises(ConfigError, match="off, workspace, read-only"):
+            run_magic("%sandbox nonsense", chat)
+
+        interpreter.chat("again", display=False)
+        assert target.read_text() == "x"
+        told = str(interpreter.messages[-2]["content"])
+        assert "NameError" in told  # the kernel restarted: `kept` is gone
+        interpreter.reset()  # a fresh computer keeps the chosen sandbox
+        assert interpreter.computer.sandbox.mode == "off"
+    finally:
+        interpreter.close()
+    assert "%sandbox" in HELP and "%network" in HELP
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_chat_switches_work_in_tmux(tiny_model: Path, tmp_path: Path, outside: Path) -> None:
+    target = outside / "from-tmux.txt"
+    write = _code(f"open({str(target)!r}, 'w').write('x')\nprint('wrote it')")
+    replay = write_replay(tmp_path / "chat.txt", [write, _final("No."), write, _final("Yes.")])
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "LMC_DATA_DIR": str(tmp_path / "data" / "lmc"),
+        "TERM": "xterm-256color",
+        "BROWSER": "true",
+    }
+    command = " ".join([
+        "env", *(f"{k}={shlex.quote(v)}" for k, v in env.items()), shlex.quote(sys.executable),
+        "-m", "lmc", "-y", "--model", shlex.quote(str(tiny_model)), "--replay",
+        shlex.quote(str(replay)), "; echo LMC-EXITED rc=$?; sleep 60",
+    ])  # fmt: skip
+    pane = Pane(f"lmc-sandbox-{os.getpid()}-{tmp_path.name}", "chat")
+    pane.tmux("new-session", "-d", "-s", "chat", "-x", "150", "-y", "50", "-c", str(work), command)
+    try:
+        pane.wait_for(r"^>\s*$", timeout=60)
+        pane.type_line("write it")
+        pane.wait_for(r"\[blocked by the sandbox\][\s\S]*No\.", timeout=60)
+        assert not target.exists()
+        mark = pane.mark()
+        pane.type_line("%sandbox off")
+        pane.wait_for(
+            r"sandbox off: code runs with your permissions[\s\S]*python\s+kernel\s+restarted",
+            after=mark,
+        )
+        mark = pane.mark()
+        pane.type_line("%network on")
+        pane.wait_for(r"sandbox off", after=mark)
+        mark = pane.mark()
+        pane.type_line("try again")
+        pane.wait_for(r"wrote it[\s\S]*Yes\.", after=mark, timeout=60)
+        assert target.read_text() == "x"
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0")
+    finally:
+        pane.tmux("kill-server")
