@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,14 +63,15 @@ def run_and_kill(
     """Run a chat in a child process and SIGKILL it (and its kernels) at ``kill_when``."""
     replay = write_replay(tmp_path / "child-replay.txt", completions)
     db = tmp_path / "killed.db"
-    # SIGKILL leaves the kernels' connection files and temp dirs: they go under tmp_path.
-    (tmp_path / "tmp").mkdir()
+    # SIGKILL leaves the kernels' connection files and temp dirs behind: in a private TMPDIR
+    # (short: kernels' socket paths must fit in 108 bytes), removed after the test.
+    tmpdir = Path(tempfile.mkdtemp(prefix="lmc-t-", dir="/tmp"))
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
-        "TMPDIR": str(tmp_path / "tmp"),
+        "TMPDIR": str(tmpdir),
     }
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tiny_model), str(replay), str(db)],
@@ -97,6 +100,7 @@ def run_and_kill(
             except ProcessLookupError:
                 pass
         child.wait(10)
+        shutil.rmtree(tmpdir, ignore_errors=True)
     assert child.returncode == -signal.SIGKILL
     return db
 

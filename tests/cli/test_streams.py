@@ -70,7 +70,7 @@ def test_harmony_commands_with_non_utf8_standard_input(
 
 
 def test_a_closed_pipe_ends_run_quietly(
-    lmc_env: dict[str, str], tiny_model: Path, tmp_path: Path
+    lmc_env: dict[str, str], tiny_model: Path, tmp_path: Path, short_tmpdir: Path
 ) -> None:
     """``lmc run --json ... | head -1``: the reader leaves while the code still runs."""
     flag = tmp_path / "reader-gone"
@@ -79,8 +79,7 @@ def test_a_closed_pipe_ends_run_quietly(
         "print('after the reader left')"
     )
     replay = write_replay(tmp_path / "r.txt", [code(wait_for_flag), final("Done.")])
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = short_tmpdir
     env = {**os.environ, **lmc_env, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
     command = [sys.executable, "-m", "lmc", "run", "--json", "-y", "-m", str(tiny_model)]
     child = subprocess.Popen(

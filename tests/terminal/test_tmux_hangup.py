@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.processes import pids_of, unique_seconds, wait_until_gone
 from support.replay import write_replay
 from test_tmux_chat import Pane
 
@@ -22,19 +23,11 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_closing_the_terminal_ends_the_kernels_and_their_children(
-    tiny_model: Path, tmp_path: Path
+    tiny_model: Path, tmp_path: Path, short_tmpdir: Path
 ) -> None:
-    pid_file = tmp_path / "sleep.pid"
-    script = f"sleep 1000 &\necho $! > {pid_file}\necho started"
+    background = ("sleep", unique_seconds(1000))
+    script = f"{' '.join(background)} &\necho started"
     call = (
         "<|channel|>commentary to=functions.shell <|constrain|>json"
         f"<|message|>{json.dumps({'code': script})}<|call|>"
@@ -42,14 +35,12 @@ def test_closing_the_terminal_ends_the_kernels_and_their_children(
     replay = write_replay(
         tmp_path / "r.txt", [call, "<|channel|>final<|message|>Left it.<|return|>"]
     )
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
     variables = {
         "PYTHONPATH": str(ROOT),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "LMC_DATA_DIR": str(tmp_path / "data"),
         "TERM": "xterm-256color",
-        "TMPDIR": str(tmp),
+        "TMPDIR": str(short_tmpdir),
     }
     command = " ".join(
         [
@@ -63,19 +54,21 @@ def test_closing_the_terminal_ends_the_kernels_and_their_children(
         ]
     )
     pane = Pane(f"lmc-hup-{os.getpid()}-{tmp_path.name}", "term")
-    pane.tmux("new-session", "-d", "-s", "term", "-x", "120", "-y", "40", command)
-    sleep_pid = None
+    pane.tmux(
+        "new-session", "-d", "-s", "term", "-x", "120", "-y", "40", "-c", str(tmp_path), command
+    )
     try:
         pane.wait_for(r"^>\s*$", timeout=90)
         pane.type_line("leave a sleep behind")
         pane.wait_for("Left it.", timeout=60)
-        sleep_pid = int(pid_file.read_text())
-        assert _alive(sleep_pid)
+        assert pids_of(*background), "the background sleep did not start"
     finally:
         pane.tmux("kill-server")  # the terminal goes away: SIGHUP
+    gone = wait_until_gone(*background, timeout=60)
+    for pid in pids_of(*background):
+        os.kill(pid, signal.SIGKILL)
+    assert gone, "the background sleep survived the chat"
     deadline = time.monotonic() + 60
-    while _alive(sleep_pid) or list(tmp.iterdir()):
-        if time.monotonic() > deadline:
-            os.kill(sleep_pid, signal.SIGKILL)
-            raise AssertionError(f"left behind: sleep alive, {sorted(tmp.iterdir())}")
+    while list(short_tmpdir.iterdir()):  # lmc removes its kernels' files as it closes
+        assert time.monotonic() < deadline, f"left behind: {sorted(short_tmpdir.iterdir())}"
         time.sleep(0.1)
