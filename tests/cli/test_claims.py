@@ -54,7 +54,7 @@ def test_doctor_shows_r_as_missing_without_irkernel(lmc_env: dict[str, str]) -> 
 
 
 def test_help_and_hints_name_options_that_exist(lmc_env: dict[str, str]) -> None:
-    run_help = _run(lmc_env, "run", "--help").stdout
+    run_help = " ".join(_run(lmc_env, "run", "--help").stdout.split())  # unwrapped
     assert "--replay FILE" in run_help and "JSON file" not in run_help
     assert "one per line" in run_help
     for option in re.findall(r"--[a-z][a-z-]+", llama._OVERFLOW_HINT):

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.processes import pids_of, unique_seconds, wait_until_gone
+from support.processes import pids_of, unique_seconds, wait_until_gone, wait_until_running
 from support.replay import write_replay
 
 from lmc.agent.storage import ConversationStore
@@ -66,7 +66,7 @@ def test_a_signal_ends_the_kernels_children_and_files_and_keeps_the_conversation
                 break
         else:
             raise AssertionError(f"lmc ended before the code ran: {child.stderr.read()}")
-        assert pids_of(*background), "the background sleep did not start"
+        assert wait_until_running(*background), "the background sleep did not start"
         child.send_signal(signum)
         rest, errors = child.communicate(timeout=120)
     finally:

@@ -39,3 +39,14 @@ def wait_until_gone(*argv: str, timeout: float = 30.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def wait_until_running(*argv: str, timeout: float = 30.0) -> bool:
+    """Whether a process running ``argv`` appeared within ``timeout`` seconds (a forked
+    shell shows its own command line until it has exec'd the program)."""
+    deadline = time.monotonic() + timeout
+    while not pids_of(*argv):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

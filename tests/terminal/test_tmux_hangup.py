@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.processes import pids_of, unique_seconds, wait_until_gone
+from support.processes import pids_of, unique_seconds, wait_until_gone, wait_until_running
 from support.replay import write_replay
 from test_tmux_chat import Pane
 
@@ -61,7 +61,7 @@ def test_closing_the_terminal_ends_the_kernels_and_their_children(
         pane.wait_for(r"^>\s*$", timeout=90)
         pane.type_line("leave a sleep behind")
         pane.wait_for("Left it.", timeout=60)
-        assert pids_of(*background), "the background sleep did not start"
+        assert wait_until_running(*background), "the background sleep did not start"
     finally:
         pane.tmux("kill-server")  # the terminal goes away: SIGHUP
     gone = wait_until_gone(*background, timeout=60)
