@@ -64,7 +64,7 @@ class Settings:
     auto_run: bool = False
     reasoning: str = "medium"
     show_reasoning: bool = False
-    context_size: int = 8192
+    context_size: int | None = None  # None: fitted to the model and the machine
     max_tokens: int | None = None
     temperature: float = 1.0
     top_p: float = 1.0
@@ -197,7 +197,7 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "auto_run": _as_bool,
     "reasoning": _as_reasoning,
     "show_reasoning": _as_bool,
-    "context_size": lambda k, v: _as_int(k, v, 256),
+    "context_size": _optional(lambda k, v: _as_int(k, v, 256)),
     "max_tokens": _optional(lambda k, v: _as_int(k, v, 1)),
     "temperature": lambda k, v: _as_float(k, v, 0.0, 2.0),
     "top_p": lambda k, v: _as_float(k, v, 0.0, 1.0),

@@ -41,7 +41,7 @@ SPECIAL_TOKENS = (
 # A few merges (GPT-2 byte-to-unicode spelling; "Ġ" is a space) so the BPE path is real.
 MERGES = (("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("e", "r"), ("o", "n"), ("a", "n"))
 
-CONTEXT_LENGTH = 4096
+CONTEXT_LENGTH = 16384  # the trained context: lmc's default context for this model
 SLIDING_WINDOW = 32
 N_EXPERT_USED = 2
 

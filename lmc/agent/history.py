@@ -266,6 +266,16 @@ class Transcript:
     ) -> str:
         """The prompt: ``prefix`` (system and developer), the turns from ``dropped_turns`` on
         (the current turn is always kept), and ``<|start|>assistant``."""
+        return "".join(self.prompt_parts(prefix, dropped_turns, bound))
+
+    def prompt_parts(
+        self,
+        prefix: str,
+        dropped_turns: int = 0,
+        bound: Callable[[str], str] = lambda text: text,
+    ) -> list[str]:
+        """The pieces :meth:`render` joins, each whole messages (so each starts with a
+        special token, and their token counts add up to the prompt's)."""
         texts = self.harmony_texts(bound)
         starts = self.turn_starts() if self.entries else []
         bounds = [*starts, len(self.entries)]
@@ -280,4 +290,4 @@ class Transcript:
                     continue
                 parts.append(texts[index])
         parts.append(START + "assistant")
-        return "".join(parts)
+        return parts

@@ -27,7 +27,7 @@ from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
 from lmc.agent.storage import ConversationStore
-from lmc.agent.tools import developer_message, system_message
+from lmc.agent.tools import argument_schemas, developer_message, system_message
 from lmc.backends.base import Backend, BackendConfig, SamplingSettings
 from lmc.errors import ConfigError, HarmonyError, LmcError
 from lmc.messages import Chunk, Message, validate_message
@@ -68,7 +68,7 @@ class Interpreter:
         replay: str | Path | None = None,
         auto_run: bool = False,
         reasoning: str = "medium",
-        context_size: int = 8192,
+        context_size: int | None = None,
         max_tokens: int | None = None,
         temperature: float = 1.0,
         top_p: float = 1.0,
@@ -279,7 +279,7 @@ class Interpreter:
     def token_usage(self) -> tuple[int, int]:
         """(tokens the next prompt takes, the model's context size)."""
         backend = self._get_backend()
-        return backend.count_tokens(self._loop.prompt()), backend.context_size
+        return self._loop.prompt_tokens(backend), backend.context_size
 
     def _resume(self, conversation_id: str) -> None:
         self._conversation_id = self.store.resolve(conversation_id)
@@ -315,6 +315,8 @@ class Interpreter:
                 developer_message(self.instructions, cwd, extra),
             ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
+            # Function arguments are sampled under a grammar from these schemas (llama.cpp).
+            self._loop.settings.sampling.argument_schemas = argument_schemas(messages)
         return self._prefix_cache[1]
 
     # -- chatting -----------------------------------------------------------------------------

@@ -194,6 +194,7 @@ class Loop:
         self.dropped_turns = 0
         self._trim_told = False
         self.running = False  # a kernel is running code for this loop
+        self._token_counts: dict[str, int] = {}  # a message's Harmony text -> its tokens
 
     def forget(self) -> None:
         """A new conversation: no turns dropped, and the context note may be given again."""
@@ -281,6 +282,22 @@ class Loop:
         """The prompt as it stands (for counting tokens)."""
         return self.transcript.render(self._prefix(), self.dropped_turns, self._bound)
 
+    def prompt_tokens(self, backend: Backend | None = None) -> int:
+        """Tokens the prompt takes, counted message by message; each message's count is kept,
+        so a step counts only the messages added since the last one."""
+        backend = backend or self._backend()
+        parts = self.transcript.prompt_parts(self._prefix(), self.dropped_turns, self._bound)
+        known, counts = self._token_counts, {}
+        total = 0
+        for part in parts:
+            count = known.get(part)
+            if count is None:
+                count = backend.count_tokens(part) if part else 0
+            counts[part] = count
+            total += count
+        self._token_counts = counts  # forget the messages no longer in the prompt
+        return total
+
     def _bound(self, text: str) -> str:
         from lmc.computer.output import bound_output
 
@@ -296,11 +313,11 @@ class Loop:
         turns = self.transcript.turn_count()
         before = self.dropped_turns
         while True:
-            prompt = self.prompt()
-            used = backend.count_tokens(prompt)
+            used = self.prompt_tokens(backend)
             if used + reserve <= size or self.dropped_turns >= turns - 1:
                 break
             self.dropped_turns += 1
+        prompt = self.prompt()
         if self.dropped_turns > before and not self._trim_told:
             self._trim_told = True
             yield from self._notice(
@@ -359,10 +376,14 @@ class Loop:
             yield from run_tool_call(self, self.tools, call, decide)
             return
         try:
-            code = code_from_call(target, call.text)
+            code = code_from_call(target, call.text, call.header.content_type)
         except ToolCallError as exc:
             yield from self._notice(str(exc), call.pending + self._result(target, str(exc)))
             return
+        if call.entry is not None:
+            # What runs is what the person was shown and what is stored: the code message.
+            shown = self.transcript.entries[call.entry].message.get("content")
+            code = shown if isinstance(shown, str) else code
         assert target.language is not None
         language = target.language
         block: dict[str, Any] = {"type": "code", "format": language, "content": code}

@@ -7,7 +7,8 @@ function tools whose one argument is the code (``{"code": "..."}``). The develop
 tells the model where it runs.
 
 :func:`resolve_call` maps what a model writes as a recipient (including the aliases real
-models produce) to a language, and :func:`code_from_call` takes the code out of the call.
+models produce) to a language, and :func:`code_from_call` takes the code out of the call by
+the same rule the person's view uses, so what is shown is what runs.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from __future__ import annotations
 import json
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from lmc.harmony.conversation import (
     DeveloperContent,
@@ -29,7 +30,8 @@ from lmc.harmony.conversation import (
     ToolNamespaceConfig,
     python_tool_namespace,
 )
-from lmc.harmony.to_lmc import tool_language
+from lmc.harmony.json_string import CODE_FIELDS
+from lmc.harmony.to_lmc import call_code, tool_language
 from lmc.harmony.types import Message as HarmonyMessage
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "FUNCTION_LANGUAGES",
     "ToolCallError",
     "ToolTarget",
+    "argument_schemas",
     "code_from_call",
     "developer_message",
     "function_languages",
@@ -107,6 +110,23 @@ def system_message(reasoning: str | ReasoningEffort, today: date | None = None) 
         tools={"python": python_tool_namespace(PYTHON_DESCRIPTION)},
     )
     return HarmonyMessage("system", [content])
+
+
+def argument_schemas(messages: Iterable[HarmonyMessage]) -> dict[str, dict[str, Any]]:
+    """The JSON Schema of every function tool's arguments the prompt's messages define, by
+    recipient (``functions.shell``): the in-process model samples call arguments under a
+    grammar made from them. Any tool with parameters counts, whoever added it."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        for content in message.content:
+            tools = getattr(content, "tools", None)
+            if not isinstance(content, DeveloperContent | SystemContent) or not tools:
+                continue
+            for namespace in tools.values():
+                for tool in namespace.tools:
+                    if tool.parameters is not None:
+                        schemas[f"{namespace.name}.{tool.name}"] = tool.parameters
+    return schemas
 
 
 def _where() -> str:
@@ -197,35 +217,30 @@ def resolve_call(recipient: str, channel: str | None) -> ToolTarget:
     return ToolTarget(language, name, "commentary", json_arguments=True)
 
 
-def code_from_call(target: ToolTarget, text: str) -> str:
+def code_from_call(target: ToolTarget, text: str, content_type: str | None = None) -> str:
     """The code a call carries; raises :class:`ToolCallError` when it carries none.
 
-    Function tools take ``{"code": "..."}``. Python takes raw code, and a JSON object with a
-    ``code`` string too (what models send to the alias ``functions.python``).
+    One rule for every call form (``python``, ``functions.python``, ``shell``,
+    ``functions.shell``; any content type): the code field of a JSON object
+    (``{"code": "..."}``), else the text itself, exactly as
+    :func:`lmc.harmony.to_lmc.call_code` shows it. A function tool given broken JSON or an
+    object without a code string is an error (python takes it as code: a dict is Python).
     """
     if target.language is None:
         raise ToolCallError(
             f"There is no tool named {target.author!r}. The tools are: {', '.join(tool_names())}."
         )
     stripped = text.strip()
-    if target.language == "python":
-        if stripped.startswith("{"):
-            try:
-                data = json.loads(stripped)
-            except ValueError:
-                return text
-            if isinstance(data, dict) and isinstance(data.get("code"), str):
-                return str(data["code"])
-        return text
-    try:
-        data = json.loads(stripped)
-    except ValueError as exc:
-        raise ToolCallError(
-            f"The arguments to {target.author} are not valid JSON ({exc}). "
-            'Send a JSON object like {"code": "..."}.'
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("code"), str):
-        raise ToolCallError(
-            f'The arguments to {target.author} need a "code" string, like {{"code": "..."}}.'
-        )
-    return str(data["code"])
+    if target.language != "python" and stripped.startswith("{"):
+        try:
+            data = json.loads(stripped)
+        except ValueError as exc:
+            raise ToolCallError(
+                f"The arguments to {target.author} are not valid JSON ({exc}). "
+                'Send a JSON object like {"code": "..."}.'
+            ) from None
+        if not isinstance(data, dict) or not any(isinstance(data.get(f), str) for f in CODE_FIELDS):
+            raise ToolCallError(
+                f'The arguments to {target.author} need a "code" string, like {{"code": "..."}}.'
+            )
+    return call_code(text, content_type, target.language)

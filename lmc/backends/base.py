@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 __all__ = [
     "Backend",
@@ -52,6 +53,10 @@ class SamplingSettings:
     top_p: float = 1.0
     max_tokens: int | None = None
     seed: int | None = None
+    #: JSON Schema of each function's arguments, by recipient (``functions.shell``). The
+    #: in-process model samples a call's arguments under a grammar made from it once the
+    #: call's header ends in ``<|constrain|>json<|message|>`` (or `` json``).
+    argument_schemas: Mapping[str, Mapping[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -66,7 +71,8 @@ class BackendConfig:
     model: str | None = None
     api_base: str | None = None
     replay: str | None = None
-    context_size: int = 8192
+    #: None: the model's trained context, capped by what its KV cache fits in free memory.
+    context_size: int | None = None
     gpu_layers: int | None = None  # None: all layers when the build has a GPU
     threads: int | None = None
     seed: int | None = None
@@ -110,6 +116,8 @@ class Backend(ABC):
 
     #: The model's context window in tokens.
     context_size: int
+    #: Why it has that size, in one line (shown by ``lmc doctor``, ``--verbose``, ``%tokens``).
+    context_reason: str = ""
 
     @abstractmethod
     def generate(

@@ -13,7 +13,9 @@ the last prompt and everything sampled after it. A call
 3. samples with llama.cpp's own sampler chain (in replay, a logits processor first leaves
    only the scripted token), emitting each token as a :class:`Piece` at once: special
    tokens as their markers, text with a split UTF-8 character held back;
-4. stops on ``<|return|>`` or ``<|call|>`` by token id, never on ``<|end|>``.
+4. stops on ``<|return|>`` or ``<|call|>`` by token id, never on ``<|end|>``;
+5. samples a call's JSON arguments under a grammar made from the tool's schema
+   (``SamplingSettings.argument_schemas``, see :mod:`lmc.backends._grammar`).
 
 A sampled token is evaluated only when the next one is needed, so the stop token enters
 the KV cache with the next prompt (it is one of that call's evaluated tokens). Foreign
@@ -29,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lmc.backends._context import ContextChoice, choose_context
+from lmc.backends._grammar import ArgumentGrammar, Utf8Filter
 from lmc.backends._pieces import Utf8Pieces
 from lmc.backends._prefix_cache import PrefixStateCache, default_cache_dir, prefix_end
 from lmc.backends._token_log import TokenLog
@@ -101,19 +105,31 @@ class LlamaCppBackend(Backend):
         gpu_layers = config.gpu_layers
         if gpu_layers is None:
             gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
+        if not self.model_path.is_file():
+            raise BackendError(f"no model file at {self.model_path}")
+        if config.context_size is None:
+            choice = choose_context(
+                self.model_path,
+                offloaded=gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload()),
+            )
+        else:
+            choice = ContextChoice(config.context_size, f"{config.context_size:,} tokens: as set")
+        #: Why the context has its size (``lmc doctor``, ``--verbose``, ``%tokens``).
+        self.context_reason = choice.reason
         kwargs: dict[str, Any] = {
             "model_path": str(self.model_path),
-            "n_ctx": config.context_size,
+            "n_ctx": choice.size,
             "n_gpu_layers": gpu_layers,
             "seed": config.seed if config.seed is not None else _RANDOM_SEED,
             "verbose": config.verbose,
             # A full-size sliding-window cache, so that any prefix of the context can be kept.
             "swa_full": True,
+            # Without it llama.cpp reserves attention buffers that grow with the context
+            # faster than the KV cache itself (128 KiB a token for gpt-oss-20b).
+            "flash_attn": True,
         }
         if config.threads:
             kwargs["n_threads"] = kwargs["n_threads_batch"] = config.threads
-        if not self.model_path.is_file():
-            raise BackendError(f"no model file at {self.model_path}")
         _route_llama_logs(verbose=config.verbose)
         with _llama_errors(f"load the model {self.model_path}"):
             # Any: llama-cpp-python's internals used here (_ctx, input_ids) are untyped.
@@ -131,6 +147,10 @@ class LlamaCppBackend(Backend):
                 )
             self._stops[ids[0]] = reason
         self._piece_cache: dict[int, bytes] = {}
+        #: How many leading ids of the token log the KV cache is known to hold.
+        self._kv_known = 0
+        self._prefix_ids: tuple[str, list[int]] | None = None  # the fixed prefix, tokenized
+        self._utf8: Utf8Filter | None = None
         self._log = TokenLog(m.encode() for m in tokens.SPECIAL_TOKENS)
         self._prefix_cache: PrefixStateCache | None = None
         if config.prefix_cache:
@@ -169,9 +189,10 @@ class LlamaCppBackend(Backend):
         data = prompt.encode("utf-8")
         reused, offset = self._log.reusable(data)
         self._log.truncate(len(reused))
+        self._kv_known = min(self._kv_known, len(reused))
         for token in self._tokenize(data[offset:]):
             self._log.append(token, self._piece(token), special=token in self._markers)
-        ids = list(self._log.ids)
+        ids = self._log.ids[:]
         if not ids:
             raise BackendError("the prompt is empty")
         if len(ids) > self.context_size:
@@ -227,7 +248,13 @@ class LlamaCppBackend(Backend):
             return
         generation.prompt_tokens_evaluated += len(ids) - keep
 
+        grammar = (
+            ArgumentGrammar(settings.argument_schemas, self._vocab, self._utf8_filter)
+            if settings.argument_schemas
+            else None
+        )
         sampler = self._sampler(settings, forced, generation)
+        constrained = False  # the chain has the grammar stage
         pieces = Utf8Pieces()
         reason = StopReason.END_OF_STREAM
         try:
@@ -246,6 +273,14 @@ class LlamaCppBackend(Backend):
                 data = self._piece(token)
                 self._log.append(token, data, special=token in self._markers)
                 marker = self._markers.get(token)
+                if grammar is not None:
+                    grammar.accept(token, data, marker)
+                    if grammar.active and not constrained:
+                        # The chain gets its grammar stage only now: no callback per token
+                        # for the many generations that never call a function.
+                        sampler.close()
+                        sampler = self._sampler(settings, forced, generation, grammar)
+                        constrained = True
                 if marker is not None:
                     yield from pieces.special(marker)
                     if token in self._stops:
@@ -263,23 +298,33 @@ class LlamaCppBackend(Backend):
                     break
                 with _llama_errors("evaluate a token"):
                     llm.eval([token])
+                self._kv_known = llm.n_tokens
             yield from pieces.flush()
         finally:
             generation.stop_reason = reason
             sampler.close()
+            if grammar is not None:
+                grammar.close()
 
     # ---------------------------------------------------------------------- KV cache
 
     def _kv_match(self, ids: Sequence[int]) -> int:
-        """How many of ``ids`` the KV cache already holds (at least one is left to evaluate)."""
+        """How many of ``ids`` the KV cache already holds (at least one is left to evaluate).
+
+        The first ``_kv_known`` ids are known to match (the log and the cache agree that far
+        and the prompt reused them), so only the ids after them are compared: the work is
+        in proportion to the new part of the prompt, not to the context.
+        """
         llm = self._llm
         n = min(llm.n_tokens, len(ids))
-        cached = llm.input_ids[:n].tolist()
-        keep = 0
-        while keep < n and cached[keep] == ids[keep]:
-            keep += 1
+        keep = min(self._kv_known, n)
+        if keep < n:
+            cached = llm.input_ids[keep:n].tolist()
+            base = keep
+            while keep < n and cached[keep - base] == ids[keep]:
+                keep += 1
         # Sampling needs the logits of the prompt's last token: evaluate it again.
-        return min(keep, len(ids) - 1)
+        return int(min(keep, len(ids) - 1))
 
     def _truncate_kv(self, keep: int) -> None:
         llm = self._llm
@@ -287,6 +332,7 @@ class LlamaCppBackend(Backend):
             llm._ctx.kv_cache_clear()
             keep = 0
         llm.n_tokens = min(keep, llm.n_tokens)
+        self._kv_known = min(self._kv_known, llm.n_tokens)
 
     def _eval(self, ids: Sequence[int], cancelled: Any) -> bool:
         """Evaluate in batches, checking for cancellation between them."""
@@ -297,6 +343,7 @@ class LlamaCppBackend(Backend):
                 return False
             with _llama_errors("evaluate the prompt"):
                 llm.eval(ids[start : start + step])
+            self._kv_known = llm.n_tokens  # ids continue the log from the cache's end
         return True
 
     def _use_prefix_cache(
@@ -307,7 +354,10 @@ class LlamaCppBackend(Backend):
         end = prefix_end(prompt)
         if end == 0:
             return keep, 0
-        prefix_ids = self._tokenize(prompt[:end].encode("utf-8"))
+        prefix = prompt[:end]
+        if self._prefix_ids is None or self._prefix_ids[0] != prefix:
+            self._prefix_ids = (prefix, self._tokenize(prefix.encode("utf-8")))
+        prefix_ids = self._prefix_ids[1]
         n = len(prefix_ids)
         if keep >= n or n >= len(ids) or ids[:n] != prefix_ids:
             return keep, 0
@@ -335,12 +385,14 @@ class LlamaCppBackend(Backend):
         lib, llm = self._lib, self._llm
         llm._ctx.kv_cache_clear()
         llm.n_tokens = 0
+        self._kv_known = 0
         buffer = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
         if not lib.llama_state_seq_set_data(llm.ctx, buffer, len(payload), 0):
             llm._ctx.kv_cache_clear()
             return False
         llm.input_ids[: len(prefix_ids)] = prefix_ids
         llm.n_tokens = len(prefix_ids)
+        self._kv_known = llm.n_tokens  # the prefix ids are the log's first ids (checked)
         return True
 
     # ---------------------------------------------------------------------- sampling
@@ -350,6 +402,7 @@ class LlamaCppBackend(Backend):
         settings: SamplingSettings,
         forced: list[int] | None,
         generation: Generation,
+        grammar: ArgumentGrammar | None = None,
     ) -> Any:
         from llama_cpp import _internals
 
@@ -357,6 +410,8 @@ class LlamaCppBackend(Backend):
         sampler = new_sampler()
         if forced is not None:
             sampler.add_custom(_forcing(forced, generation))
+        if grammar is not None:
+            sampler.add_custom(_constraining(grammar, len(forced or ()), generation))
         seed = settings.seed if settings.seed is not None else self.config.seed
         if settings.temperature <= 0:
             sampler.add_greedy()
@@ -368,6 +423,13 @@ class LlamaCppBackend(Backend):
         return sampler
 
     # ---------------------------------------------------------------------- tokens
+
+    def _utf8_filter(self) -> Utf8Filter:
+        """The vocabulary's UTF-8 shapes, worked out at the first constrained call."""
+        if self._utf8 is None:
+            n_vocab = int(self._lib.llama_vocab_n_tokens(self._vocab))
+            self._utf8 = Utf8Filter([self._text_piece(t) for t in range(n_vocab)])
+        return self._utf8
 
     def _tokenize(self, data: bytes) -> list[int]:
         if not data:
@@ -387,6 +449,17 @@ class LlamaCppBackend(Backend):
             data = buffer.raw[:n]
             self._piece_cache[token] = data
         return data
+
+    def _text_piece(self, token: int) -> bytes:
+        """A token's bytes as text: nothing for control tokens (markers, reserved ids)."""
+        if token in self._markers:
+            return b""
+        buffer = ctypes.create_string_buffer(64)
+        n = self._lib.llama_token_to_piece(self._vocab, token, buffer, 64, 0, False)
+        if n < 0:
+            buffer = ctypes.create_string_buffer(-n)
+            n = self._lib.llama_token_to_piece(self._vocab, token, buffer, -n, 0, False)
+        return buffer.raw[:n]
 
     def _find_markers(self) -> dict[int, str]:
         """Token id -> marker, asking the model's own tokenizer (ids differ between vocabs)."""
@@ -421,5 +494,15 @@ def _forcing(forced: list[int], generation: Generation) -> Any:
             index = int(hits[0])
         values[1::3] = -np.inf
         values[3 * index + 1] = 0.0
+
+    return apply
+
+
+def _constraining(grammar: ArgumentGrammar, n_forced: int, generation: Generation) -> Any:
+    """A llama.cpp sampler stage applying the arguments' grammar (not to replayed tokens)."""
+
+    def apply(cur_p: Any) -> None:
+        if generation.completion_tokens >= n_forced:
+            grammar.apply(cur_p)
 
     return apply

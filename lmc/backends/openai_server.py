@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIServerBackend"]
 
 _CONNECT_TIMEOUT = 10.0
+#: The context assumed for a server when none is given: gpt-oss's trained context.
+SERVER_CONTEXT = 131_072
 
 
 class _ServerAnswer(Exception):
@@ -137,7 +139,15 @@ class OpenAIServerBackend(Backend):
             raise ServerError("no server address (api_base) was given")
         self.config = config
         self.url = _checked_url(_completions_url(config.api_base), config.api_base)
-        self.context_size = config.context_size
+        if config.context_size is None:
+            self.context_size = SERVER_CONTEXT
+            self.context_reason = (
+                f"{SERVER_CONTEXT:,} tokens: gpt-oss's trained context, assumed for the server "
+                "(--context sets what it really serves)"
+            )
+        else:
+            self.context_size = config.context_size
+            self.context_reason = f"{config.context_size:,} tokens: as set"
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         self._timeout = config.timeout
         self._client = httpx.Client(

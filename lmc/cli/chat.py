@@ -54,6 +54,10 @@ def load_with_spinner(interpreter: Any, output: Output, settings: Settings) -> N
             interpreter.load()
     else:
         interpreter.load()
+    if settings.verbose:
+        reason = getattr(interpreter.backend, "context_reason", "")
+        if reason:
+            sys.stderr.write(f"lmc: context: {reason}\n")
 
 
 def _replay_history(interpreter: Any, output: Output) -> None:

@@ -86,6 +86,42 @@ def _model_line(model: str | None) -> tuple[bool, str]:
     return True, f"{spec} (not downloaded yet: fetched on first use)"
 
 
+def _context_line(model: str | None, context: int | None, gpu_layers: int | None) -> str:
+    """The context size a chat would get, and why (read from the model file, not loaded)."""
+    if context is not None:
+        return f"{context:,} tokens: as set (--context or the config file)"
+    from lmc.backends._context import choose_context
+    from lmc.backends.resolve import HF_PREFIX, parse_hf_spec
+
+    path: Path | None = None
+    spec = model or ""
+    if model and not model.startswith(HF_PREFIX):
+        path = Path(model).expanduser()
+    else:
+        from huggingface_hub import try_to_load_from_cache
+
+        from lmc.backends.resolve import DEFAULT_MODEL
+
+        try:
+            repo, filename = parse_hf_spec(spec or DEFAULT_MODEL)
+        except LmcError:
+            filename = None
+        cached = try_to_load_from_cache(repo, filename) if filename else None
+        path = Path(cached) if isinstance(cached, str) else None
+    if path is None or not path.is_file():
+        return "fitted to the model and free memory once the model is there"
+    offloaded = gpu_layers != 0 and _gpu_offload()
+    return choose_context(path, offloaded=offloaded).reason
+
+
+def _gpu_offload() -> bool:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False
+    import llama_cpp
+
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
 def _backend_lines() -> list[tuple[str, bool, str]]:
     if importlib.util.find_spec("llama_cpp") is None:
         return [("llama.cpp", False, "llama-cpp-python is not installed")]
@@ -179,6 +215,11 @@ def doctor(options: SharedOptions) -> int:
         good, detail = _model_line(settings.model)
         line("model", good, detail)
         failures += not good
+        line(
+            "context",
+            True,
+            _context_line(settings.model, settings.context_size, settings.gpu_layers),
+        )
     if settings.mcp_servers:
         out.write("mcp\n")
         from lmc.cli.mcp_commands import server_statuses

@@ -90,7 +90,8 @@ ContextOpt = Annotated[
     typer.Option(
         "--context",
         metavar="TOKENS",
-        help="Context window in tokens [default: 8192].",
+        help="Context window in tokens [default: the model's trained context, capped by "
+        "what its KV cache fits in free memory].",
         rich_help_panel=_MODEL,
         show_default=False,
         min=256,

@@ -15,6 +15,8 @@ It is always in one of three states::
     HEADER  --<|message|>--> MessageStarted ------> CONTENT
     HEADER  --text that cannot be a header (*)----> CONTENT (a headerless answer)
     CONTENT --text--> ContentDelta ---------------> CONTENT
+    CONTENT --<|channel|>, <|constrain|>, <|message|>--> ContentDelta (the marker as text)
+    CONTENT --<|start|>--> MessageEnded (cut off) -> HEADER (a ParseProblem says so)
     CONTENT --<|end|>, <|call|>, <|return|>-------> BETWEEN (MessageEnded with that terminator)
 
 A parser made with a role (the prompt ended in ``<|start|>assistant``) starts in an implicit
@@ -29,6 +31,10 @@ all. That last one is decided like this: right after ``<|start|>assistant`` only
 `` to=...`` can follow, so text that starts with anything else, or a header that meets a
 terminator or the end of the stream before any marker, is the content of an assistant
 message with no channel (the LMC mapping shows it as a plain message).
+
+A header marker met inside a message's text (the model quoting a header, real gpt-oss
+output does) is text of that message: only ``<|start|>`` or the start of the completion
+begins a message, so a quoted ``to=...`` never becomes a tool call.
 
 Everything else that is wrong (a stray terminator, a message cut by ``<|start|>``, text
 outside a message, an oversized header) is reported as a ``ParseProblem`` and parsing goes
@@ -314,13 +320,12 @@ class StreamParser:
             self._problem("message not ended before <|start|>")
             self._end_message(Terminator.END_OF_STREAM)
             self._begin_header(implicit=False)
-        elif marker == tokens.CHANNEL:
-            self._problem("message not ended before <|channel|>: a new assistant message")
-            self._end_message(Terminator.END_OF_STREAM)
-            self._begin_header(implicit=True, role=ASSISTANT)
-            self._header_marker(marker)
         else:
-            self._problem(f"stray {marker} inside a message's content skipped")
+            # <|channel|>, <|constrain|>, <|message|>: the model quoting a header (say its own
+            # prompt) inside its text. Kept as text, as openai-harmony does: a new message,
+            # and so a tool call, starts only at <|start|> or at the start of the completion.
+            self._content.append(marker)
+            self._out.append(ContentDelta(marker))
 
     # --------------------------------------------------------------------------- header
 

@@ -7,9 +7,10 @@ end chunk, in the shapes of Open Interpreter's streaming response:
 - ``commentary`` without a recipient (a preamble for the user), ``final``, or no channel
   (a headerless answer): type ``message``;
 - a message to the python tool or to a function whose name is a language lmc runs
-  (``python``, ``functions.shell``, ...): type ``code`` with that language as its format.
-  JSON arguments (content type ``json``, or a function's content that opens with ``{``)
-  have their ``code`` field decoded as it streams, so code still arrives piece by piece.
+  (``python``, ``functions.shell``, ``shell``, ...): type ``code`` with that language as its
+  format. JSON arguments (content type ``json``, or content that opens with ``{``, whatever
+  the recipient) have their ``code`` field decoded as it streams, so code still arrives piece
+  by piece; content that is not a JSON object with a code field is the code itself.
 
 - a message to a function named ``SERVER__TOOL`` (an MCP tool, named as Codex names them):
   type ``tool_call`` with format ``SERVER.TOOL``, its JSON arguments streamed as written.
@@ -22,7 +23,14 @@ from __future__ import annotations
 
 from enum import Enum
 
-from lmc.harmony.events import ContentDelta, Event, Header, MessageEnded, MessageStarted
+from lmc.harmony.events import (
+    ContentDelta,
+    Event,
+    Header,
+    MessageEnded,
+    MessageStarted,
+    Terminator,
+)
 from lmc.harmony.json_string import JsonFieldStreamer
 from lmc.harmony.parser import StreamParser
 from lmc.harmony.types import ASSISTANT
@@ -31,6 +39,7 @@ from lmc.messages.schema import CODE_FORMATS, Chunk
 __all__ = [
     "TOOL_SEPARATOR",
     "LmcMapper",
+    "call_code",
     "chunk_kind",
     "completion_to_chunks",
     "tool_call_format",
@@ -134,11 +143,14 @@ class LmcMapper:
         self._raw = []
         self._undecided = []
         if kind_type == "code":
+            # Every call form is read the same way (python or functions.python, shell or
+            # functions.shell, any content type): a JSON object's code field, else the text.
+            # What is shown here is what is stored and what runs (the loop runs this text).
             content_type = (header.content_type or "").lower()
             if "json" in content_type:
                 self._mode = _Arguments.JSON
                 self._fields = JsonFieldStreamer()
-            elif (header.recipient or "").startswith(_FUNCTIONS):
+            else:
                 self._mode = _Arguments.UNDECIDED
         return [{**base, "start": True}]
 
@@ -194,3 +206,19 @@ def completion_to_chunks(text: str, role: str | None = ASSISTANT) -> list[Chunk]
     for event in [*parser.feed_text(text), *parser.finish()]:
         chunks.extend(mapper.feed(event))
     return chunks
+
+
+def call_code(text: str, content_type: str | None = None, language: str = "python") -> str:
+    """The code a call's content carries, exactly as :class:`LmcMapper` shows it.
+
+    The code field of a JSON object (``{"code": "..."}``), else the text itself, for every
+    recipient and content type.
+    """
+    mapper = LmcMapper()
+    header = Header(ASSISTANT, None, "commentary", f"functions.{language}", content_type)
+    chunks = [
+        *mapper.feed(MessageStarted(header)),
+        *mapper.feed(ContentDelta(text)),
+        *mapper.feed(MessageEnded(header, Terminator.CALL)),
+    ]
+    return "".join(str(c["content"]) for c in chunks if "content" in c)

@@ -109,6 +109,9 @@ def _tokens(state: ChatState, args: list[str]) -> None:
     used, size = state.interpreter.token_usage()
     share = 100 * used / size if size else 0.0
     state.say(f"context: {used} of {size} tokens used ({share:.0f}%)")
+    reason = getattr(state.interpreter.backend, "context_reason", "")
+    if reason:
+        state.say(f"context size: {reason}")
 
 
 def _verbose(state: ChatState, args: list[str]) -> None:

@@ -70,11 +70,43 @@ def test_code_from_calls() -> None:
     assert code_from_call(alias, "x = 1") == "x = 1"
     shell = resolve_call("functions.shell", "commentary")
     assert code_from_call(shell, '{"code": "ls -l"}') == "ls -l"
+    assert code_from_call(shell, "ls -l") == "ls -l"  # raw code, as for python
+    assert code_from_call(resolve_call("shell", "commentary"), '{"code": "echo a"}') == "echo a"
+    assert code_from_call(python, ' {"code": "x"}', "<|constrain|>json") == "x"
     with pytest.raises(ToolCallError, match="not valid JSON"):
         code_from_call(shell, '{"code": "ls')
     with pytest.raises(ToolCallError, match='need a "code" string'):
-        code_from_call(shell, '{"cmd": "ls"}')
+        code_from_call(shell, '{"path": "ls"}')
+    assert code_from_call(shell, '{"cmd": "ls"}') == "ls"  # as the person is shown it
     with pytest.raises(
         ToolCallError, match=r"no tool named 'functions\.nope'.*python, functions\.shell"
     ):
         code_from_call(resolve_call("functions.nope", "commentary"), "{}")
+
+
+def test_argument_schemas_cover_every_function_tool_with_parameters() -> None:
+    from lmc.agent.tools import argument_schemas
+    from lmc.harmony.conversation import DeveloperContent, ToolDescription, ToolNamespaceConfig
+    from lmc.harmony.types import Message as HarmonyMessage
+
+    extra = HarmonyMessage(
+        "developer",
+        [
+            DeveloperContent(
+                tools={
+                    "weather": ToolNamespaceConfig(
+                        "weather",
+                        None,
+                        [
+                            ToolDescription("now", "", {"type": "object", "properties": {}}),
+                            ToolDescription("bare", ""),
+                        ],
+                    )
+                }
+            )
+        ],
+    )
+    schemas = argument_schemas([system_message("low"), developer_message(), extra])
+    assert schemas["functions.shell"]["required"] == ["code"]
+    assert "weather.now" in schemas and "weather.bare" not in schemas
+    assert "python" not in schemas  # raw code, no arguments

@@ -245,6 +245,19 @@ def test_doctor_reports_languages_and_backend(lmc_env: dict[str, str], tiny_mode
     assert "llama-cpp-python" in result.stdout
     assert "GPU offload" in result.stdout
     assert f"✓ model        {tiny_model}" in result.stdout
+    # The context a chat would get, and why: the tiny model's trained context fits.
+    assert "✓ context      16,384 tokens: lmc tiny gpt-oss's trained context" in result.stdout
+    forced = _run({**lmc_env, "LMC_CONTEXT_SIZE": "2048"}, "doctor", "-m", str(tiny_model))
+    assert "✓ context      2,048 tokens: as set" in forced.stdout
+
+
+def test_verbose_says_the_context_and_why_at_start(
+    lmc_env: dict[str, str], tiny_model: Path, replay: Replay
+) -> None:
+    path = replay(final("Hi."))
+    result = _run(lmc_env, "run", "--verbose", "-m", str(tiny_model), "--replay", str(path), "hi")
+    assert result.exit_code == 0, result.stderr
+    assert "lmc: context: 16,384 tokens: lmc tiny gpt-oss's trained context" in result.stderr
 
 
 @pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["history", "--help"]])

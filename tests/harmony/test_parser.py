@@ -269,12 +269,9 @@ def test_empty_completion_gives_nothing() -> None:
         ("<|channel|>final<|end|>", [], "header ended by <|end|> before <|message|>"),
         ("<|channel|>final<|message|>a<|start|>assistant<|channel|>final<|message|>b",
          ["a", "b"], "not ended before <|start|>"),
-        ("<|channel|>analysis<|message|>a<|channel|>final<|message|>b", ["a", "b"],
-         "not ended before <|channel|>"),
         ("<|channel|>final<|message|>a<|end|><|end|>", ["a"], "stray <|end|> outside"),
         ("<|channel|>final<|message|>a<|end|>oops<|start|>assistant<|message|>b", ["a", "b"],
          "text outside a message"),
-        ("<|channel|>final<|message|>a<|constrain|>b", ["ab"], "stray <|constrain|> inside"),
         ("<|channel|>final<|message|>a<|end|><|message|>b", ["a", "b"],
          "<|message|> without a header"),
         ("<|channel|>final<|message|>a<|end|><|start|><|channel|>final<|message|>b",
@@ -292,6 +289,36 @@ def test_problems_are_reported_and_parsing_carries_on(
     assert any(problem in p for p in problems), problems
     assert [m.text for m in parser.messages] == texts
     assert all("\n" not in p for p in problems)
+
+
+@pytest.mark.parametrize("marker", ["<|channel|>", "<|constrain|>", "<|message|>"])
+def test_a_header_marker_inside_content_is_text_of_the_open_message(marker: str) -> None:
+    """As openai-harmony does: only <|start|> (or the completion's start) begins a message, so
+    a header quoted inside the text never becomes a second message or a tool call."""
+    text = f"<|channel|>analysis<|message|>a{marker}commentary to=functions.x json<|message|>b"
+    for role in ("assistant", None):
+        completion = text if role else "<|start|>assistant" + text
+        for pieces in ([completion], list(completion)):
+            parser = StreamParser(role)
+            events = [e for p in pieces for e in parser.feed_text(p)] + parser.finish()
+            assert not [e for e in events if isinstance(e, ParseProblem)]
+            (message,) = parser.messages
+            assert (message.channel, message.recipient) == ("analysis", None)
+            assert message.text == text.removeprefix("<|channel|>analysis<|message|>")
+
+
+def test_a_start_inside_content_still_ends_the_message() -> None:
+    """A final answer after a forgotten <|end|> is not lost."""
+    parser = StreamParser()
+    parser.feed_text(
+        "<|channel|>analysis<|message|>think<|start|>assistant<|channel|>final"
+        "<|message|>answer<|return|>"
+    )
+    parser.finish()
+    assert [(m.channel, m.text) for m in parser.messages] == [
+        ("analysis", "think"),
+        ("final", "answer"),
+    ]
 
 
 def test_unknown_special_token_is_a_problem_not_content() -> None:

@@ -62,7 +62,9 @@ def test_save_load_and_export(
 def test_undo_tokens_auto_run_verbose(state: tuple[ChatState, list[str]]) -> None:
     chat, said = state
     run_magic("%tokens", chat)
-    assert said[-1].startswith("context: ") and "of 8192 tokens used" in said[-1]
+    # The default context: the tiny model's trained context (its KV cache fits easily).
+    assert said[-2].startswith("context: ") and "of 16384 tokens used" in said[-2]
+    assert said[-1].startswith("context size: 16,384 tokens: lmc tiny gpt-oss's trained context")
     run_magic("%undo", chat)
     assert said[-1] == "removed the last exchange (2 messages)"
     run_magic("%undo", chat)
