@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from lmc.errors import ConfigError
+from lmc.paths import data_dir
 
 __all__ = [
     "REASONING_LEVELS",
@@ -224,16 +225,6 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_config_dir("lmc")) / "config.toml"
-
-
-def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where lmc keeps history, outputs and models: ``LMC_DATA_DIR`` or the user data dir."""
-    env = os.environ if env is None else env
-    if env.get("LMC_DATA_DIR"):
-        return Path(env["LMC_DATA_DIR"]).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("lmc"))
 
 
 def _read_file(path: Path) -> dict[str, Any]:

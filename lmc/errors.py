@@ -14,6 +14,7 @@ boundary that calls them, with ``raise ... from exc``.
     ├── ComputerError         a kernel could not be started or driven
     ├── ConfigError           bad configuration (file, profile, environment, flag)
     │   └── SandboxUnavailableError  a sandbox was asked for and no working tool is here
+    ├── InputError            what the person gave cannot be read (standard input not UTF-8)
     ├── StorageError          the conversation database failed
     └── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
         └── SpeechModelNotFoundError  no speech-to-text model, or it could not be downloaded
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "ContextOverflowError",
     "HarmonyError",
+    "InputError",
     "LmcError",
     "MessageError",
     "ModelNotFoundError",
@@ -87,6 +89,10 @@ class ComputerError(LmcError):
 
 class ConfigError(LmcError):
     """The configuration (file, profile, environment or flag) is invalid."""
+
+
+class InputError(LmcError):
+    """What the person gave (standard input, an argument) cannot be read as text."""
 
 
 class StorageError(LmcError):

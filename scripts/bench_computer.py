@@ -83,7 +83,11 @@ def _parse_markers(text: str) -> None:
 
 
 def bench_active_line() -> None:
-    runtime = Path(tempfile.mkdtemp(prefix="lmc-bench-"))
+    with tempfile.TemporaryDirectory(prefix="lmc-bench-") as runtime:
+        _bench_active_line(Path(runtime))
+
+
+def _bench_active_line(runtime: Path) -> None:
     lmc_kernel = KernelSession(kernel_spec("python"), runtime_dir=runtime)
     plain_kernel = KernelSession(_plain_ipykernel(), runtime_dir=runtime)
     for session in (lmc_kernel, plain_kernel):
@@ -159,7 +163,12 @@ def bench_roundtrip() -> None:
 def bench_startup() -> None:
     print("\nCold start: start() to the kernel answering kernel_info (median of 3)")
     print(f"  {'kernel':<12} {'seconds':>8}")
-    runtime = Path(tempfile.mkdtemp(prefix="lmc-bench-"))
+    with tempfile.TemporaryDirectory(prefix="lmc-bench-") as runtime:
+        _cold_starts(Path(runtime))
+    _first_run_after_generation()
+
+
+def _cold_starts(runtime: Path) -> None:
     names = {"python": "python", "shell": "lmc_shell", "javascript": "lmc_javascript", "r": "r"}
     for language in _available(names):
         samples = []
@@ -177,6 +186,8 @@ def bench_startup() -> None:
         if samples:
             print(f"  {language:<12} {statistics.median(samples):>8.3f}")
 
+
+def _first_run_after_generation() -> None:
     generation = 1.5  # seconds a model might spend writing the code block
     print(f"\nFirst python run after {generation:g} s of model generation (code ready -> end)")
     with Computer() as cold:

@@ -10,7 +10,9 @@ replay file (``support.replay.write_replay``) to make it say exactly what a test
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +46,17 @@ def _private_lmc_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LMC_CACHE_DIR", str(tmp_path_factory.mktemp("lmc-cache")))
         yield
+
+
+@pytest.fixture
+def short_tmpdir() -> Iterator[Path]:
+    """A TMPDIR for a child lmc: short, because kernels' ipc socket paths must fit in 108
+    bytes (a deep pytest tmp_path does not); removed with whatever was left in it."""
+    path = Path(tempfile.mkdtemp(prefix="lmc-t-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

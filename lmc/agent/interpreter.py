@@ -82,6 +82,7 @@ class Interpreter:
         computer: Computer | ComputerLike | None = None,
         backend: Backend | None = None,
         output_limit: int = 6_000,
+        verbose: bool = False,
         mcp_servers: Mapping[str, Any] | None = None,
         sandbox: str | None = None,
         network: bool = False,
@@ -112,6 +113,7 @@ class Interpreter:
             context_size=context_size,
             gpu_layers=gpu_layers,
             seed=seed,
+            verbose=verbose,  # the backend's own logs (llama.cpp's) on stderr
         )
         self._sandbox: dict[str, Any] = {
             "sandbox": sandbox,

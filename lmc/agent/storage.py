@@ -21,6 +21,7 @@ from pathlib import Path
 from lmc.agent.migrations import migrate
 from lmc.errors import StorageError
 from lmc.messages import Message, validate_message
+from lmc.paths import data_dir, private_dir, private_file
 
 __all__ = ["ConversationInfo", "ConversationStore", "StoredMessage", "default_db_path"]
 
@@ -28,10 +29,8 @@ _TITLE_LENGTH = 80
 
 
 def default_db_path() -> Path:
-    """``conversations.db`` in lmc's user data directory (platformdirs)."""
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("lmc")) / "conversations.db"
+    """``conversations.db`` in lmc's data directory (``LMC_DATA_DIR`` or the user data dir)."""
+    return data_dir() / "conversations.db"
 
 
 def _now() -> str:
@@ -71,7 +70,16 @@ class ConversationStore:
         self._lock = threading.Lock()
         try:
             if str(self.path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # Only the person may read what they said; SQLite gives its -wal and -shm
+                # files the database file's mode.
+                if path is None:
+                    private_dir(self.path.parent)
+                else:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                for companion in ("", "-wal", "-shm"):  # tighten what older versions left
+                    candidate = self.path.with_name(self.path.name + companion)
+                    if companion == "" or candidate.exists():
+                        private_file(candidate)
             conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=10.0
             )

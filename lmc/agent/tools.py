@@ -78,8 +78,8 @@ _FUNCTION_DESCRIPTIONS: Final = {
     "r": "Run R code in a persistent R session. Returns its output.",
     "applescript": "Run AppleScript with osascript on the user's Mac. Returns its output.",
     "html": (
-        "Show an HTML document to the user: it is saved to a file and opened in their "
-        "browser. Returns where it was saved."
+        "Show an HTML document to the user: their terminal saves it to a file and, when they "
+        "are at it, opens it in their browser. Returns a note that it was shown."
     ),
 }
 

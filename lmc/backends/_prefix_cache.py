@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from lmc.paths import cache_dir, private_dir
+
 __all__ = ["PrefixStateCache", "default_cache_dir", "prefix_end"]
 
 MAGIC: Final = b"LMCPFX01"
@@ -28,12 +30,7 @@ USER_START: Final = "<|start|>user"
 
 def default_cache_dir() -> Path:
     """``$LMC_CACHE_DIR/prefix-states``, by default under the user cache directory."""
-    import os
-
-    import platformdirs
-
-    root = os.environ.get("LMC_CACHE_DIR") or platformdirs.user_cache_dir("lmc")
-    return Path(root) / "prefix-states"
+    return cache_dir() / "prefix-states"
 
 
 def prefix_end(prompt: str) -> int:
@@ -79,7 +76,9 @@ class PrefixStateCache:
         key = self.key(token_ids)
         target = self.path(key)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            if self.directory == default_cache_dir():
+                private_dir(self.directory.parent)  # lmc's own cache dir, not a caller's
+            private_dir(self.directory)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".state")
             with os.fdopen(fd, "wb") as out:
                 out.write(MAGIC + key + hashlib.sha256(payload).digest())

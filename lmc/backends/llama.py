@@ -53,8 +53,9 @@ __all__ = ["LlamaCppBackend"]
 
 _RANDOM_SEED = 0xFFFFFFFF  # llama.cpp's LLAMA_DEFAULT_SEED: a fresh random seed
 _OVERFLOW_HINT = (
-    "Start a new conversation, shorten the input, or raise the context size "
-    "(--context-size) if the model and memory allow it."
+    "Start a new conversation, shorten the input, or raise the context size (`lmc "
+    "--context TOKENS`, context_size in the config file or the API) if the model and memory "
+    "allow it."
 )
 
 

@@ -32,7 +32,7 @@ from lmc.backends.base import (
     StopReason,
     StreamGeneration,
 )
-from lmc.errors import ServerError
+from lmc.errors import ConfigError, ServerError
 from lmc.harmony import tokens
 from lmc.harmony.events import MessageEnded, MessageStarted
 
@@ -115,6 +115,20 @@ def _completions_url(api_base: str) -> str:
     return f"{base}/completions" if base.endswith("/v1") else f"{base}/v1/completions"
 
 
+def _checked_url(url: str, api_base: str) -> str:
+    """``url`` if httpx can send to it; a malformed ``api_base`` is a configuration error."""
+    import httpx
+
+    hint = "give the server's base URL, e.g. http://127.0.0.1:8080/v1"
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ConfigError(f"api_base {api_base!r} is not a valid URL: {exc}", hint=hint) from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigError(f"api_base {api_base!r} is not an http(s) URL", hint=hint)
+    return url
+
+
 class OpenAIServerBackend(Backend):
     """gpt-oss behind an OpenAI-compatible ``/v1/completions`` endpoint."""
 
@@ -124,7 +138,7 @@ class OpenAIServerBackend(Backend):
         if not config.api_base:
             raise ServerError("no server address (api_base) was given")
         self.config = config
-        self.url = _completions_url(config.api_base)
+        self.url = _checked_url(_completions_url(config.api_base), config.api_base)
         if config.context_size is None:
             self.context_size = SERVER_CONTEXT
             self.context_reason = (

@@ -36,6 +36,7 @@ from lmc.cli.options import (
     ShowReasoningOpt,
     SttModelOpt,
     TemperatureOpt,
+    TopPOpt,
     VerboseOpt,
     WorkdirOpt,
     YesOpt,
@@ -123,6 +124,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     resume: ResumeOpt = None,
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
+    top_p: TopPOpt = None,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
     sandbox: SandboxOpt = None,
@@ -151,6 +153,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         resume=resume,
         profile=profile,
         verbose=verbose,
+        top_p=top_p,
         mcp=tuple(mcp) if mcp else None,
         no_mcp=no_mcp,
         sandbox=sandbox.value if sandbox else None,
@@ -197,6 +200,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     resume: ResumeOpt = None,
     profile: ProfileOpt = None,
     verbose: VerboseOpt = False,
+    top_p: TopPOpt = None,
     mcp: McpOpt = None,
     no_mcp: NoMcpOpt = False,
     sandbox: SandboxOpt = None,
@@ -223,6 +227,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             resume=resume,
             profile=profile,
             verbose=verbose,
+            top_p=top_p,
             mcp=tuple(mcp) if mcp else None,
             no_mcp=no_mcp,
             sandbox=sandbox.value if sandbox else None,
@@ -390,4 +395,6 @@ def doctor_command(  # noqa: PLR0917 - typer reads the options from the signatur
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    from lmc.cli.streams import run_cli
+
+    run_cli(app)

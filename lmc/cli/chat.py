@@ -12,9 +12,11 @@ from lmc.cli.session import (
     report,
     run_turn,
 )
+from lmc.cli.streams import stdin_lines
 from lmc.config import Settings, data_dir
 from lmc.errors import LmcError
 from lmc.terminal.confirm import Asker, Confirmer
+from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
 __all__ = ["chat", "load_with_spinner", "stdin_asker"]
 
@@ -36,7 +38,7 @@ def stdin_asker(output: Output) -> Asker | None:
         target = sys.stderr if output.mode == "json" else sys.stdout
         target.write(question)
         target.flush()
-        line = sys.stdin.readline()
+        line = next(stdin_lines(), "")
         if not line:
             raise EOFError
         return line
@@ -66,7 +68,7 @@ def _replay_history(interpreter: Any, output: Output) -> None:
 
 def _json_chat(interpreter: Any, output: Output, confirmer: Confirmer, settings: Settings) -> int:
     """--json chat: each line of standard input is a message; chunks go to stdout."""
-    for line in sys.stdin:
+    for line in stdin_lines():
         if not line.strip():
             continue
         try:
@@ -77,21 +79,26 @@ def _json_chat(interpreter: Any, output: Output, confirmer: Confirmer, settings:
 
 
 def chat(options: SharedOptions) -> int:
-    """Run the chat until Ctrl-D; return the exit status."""
-    session = open_session(options)
-    if isinstance(session, int):
-        return session
-    try:
-        return _chat(
-            session.interpreter,
-            session.output,
-            session.settings,
-            resumed=session.conversation_id is not None,
-        )
-    except LmcError as exc:
-        return report(exc, verbose=session.settings.verbose)
-    finally:
-        session.interpreter.close()
+    """Run the chat until Ctrl-D (or SIGTERM/SIGHUP: 128 + N); return the exit status."""
+    with terminate_like_interrupt():
+        session = open_session(options)
+        if isinstance(session, int):
+            return session
+        try:
+            status = _chat(
+                session.interpreter,
+                session.output,
+                session.settings,
+                resumed=session.conversation_id is not None,
+            )
+        except LmcError as exc:
+            status = report(exc, verbose=session.settings.verbose)
+        except Terminated:
+            status = 0
+        finally:
+            with closing():
+                session.interpreter.close()
+        return exit_status(status)  # 128 + N after SIGTERM/SIGHUP, even one during the close
 
 
 def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool) -> int:
@@ -113,7 +120,9 @@ def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool
 
     prompt = ChatInput(data_dir() / "prompt_history")
     state = ChatState(interpreter, confirmer, output.say, verbose=settings.verbose)
-    output.say("lmc: type a message · %help for commands · Ctrl-D to quit")
+    output.say("type a message · %help for commands · Ctrl-D to quit")
+    if prompt.problem is not None:
+        output.say(prompt.problem)
     with no_control_echo():
         _loop(prompt, interpreter, output, confirmer, state)
     return 0
@@ -133,6 +142,8 @@ def _loop(prompt: Any, interpreter: Any, output: Output, confirmer: Confirmer, s
                 run_magic(line, state)
             else:
                 run_turn(interpreter, line, output, confirmer)
+        except Terminated:
+            raise
         except KeyboardInterrupt:
             output.renderer.close()
             output.say("interrupted")

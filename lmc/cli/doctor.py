@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,30 @@ __all__ = ["check_languages", "doctor"]
 OK, MISSING = "ok", "missing"
 
 
+def html_detail() -> str:
+    """Where the html tool's documents go, and whether a browser would open them here."""
+    from lmc.cli.session import browser_available
+
+    where = f"saved under {data_dir() / 'outputs'}"
+    if browser_available():
+        return f"{where}, opened in your browser when you are at the terminal"
+    return f"{where} (no browser here: set BROWSER or DISPLAY to open them)"
+
+
+def _probe(command: tuple[str, ...] | None) -> bool:
+    """Whether the language's probe command (if it has one) says its kernel can start."""
+    if command is None:
+        return True
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
 def check_languages() -> list[tuple[str, bool, str]]:
-    """(language, works, detail) for each language lmc runs, from executables on PATH."""
+    """(language, works, detail) for each language lmc runs: its executable on PATH and, where
+    that proves too little, its probe (R needs IRkernel)."""
     from lmc.computer.languages import LANGUAGES
 
     results: list[tuple[str, bool, str]] = []
@@ -28,15 +51,16 @@ def check_languages() -> list[tuple[str, bool, str]]:
             found = importlib.util.find_spec("ipykernel") is not None
             detail = f"ipykernel on {sys.executable}" if found else "pip install ipykernel"
         elif language.runner == "html":
-            found, detail = True, "saved to a file and opened in your browser"
+            found, detail = True, html_detail()
         elif language.runner == "applescript":
             exe = shutil.which("osascript")
             found = exe is not None
             detail = exe or "needs macOS (osascript)"
         else:
             exe = shutil.which(language.requires) if language.requires else None
-            found = exe is not None
-            detail = exe or (language.install_hint or f"install {language.requires}")
+            found = exe is not None and _probe(language.probe)
+            hint = language.install_hint or f"install {language.requires}"
+            detail = exe if exe and found else hint
         results.append((language.name, found, str(detail)))
     return results
 

@@ -21,10 +21,15 @@ _SOURCE = typer.Argument(help="File to read, or - (the default) for standard inp
 
 
 def _read(source: str) -> str:
+    from lmc.cli.streams import read_stdin
+    from lmc.errors import InputError
+
     try:
         if source == "-":
-            return sys.stdin.read()
+            return read_stdin()
         return Path(source).read_text(encoding="utf-8")
+    except InputError as exc:
+        _fail(str(exc))
     except (OSError, UnicodeDecodeError) as exc:
         _fail(f"cannot read {source}: {exc}")
 

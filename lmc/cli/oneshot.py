@@ -15,9 +15,11 @@ from lmc.cli.session import (
     report,
     run_turn,
 )
-from lmc.errors import LmcError
+from lmc.cli.streams import check_text, read_stdin
+from lmc.errors import InputError, LmcError
 from lmc.messages import Message
 from lmc.terminal.confirm import Confirmer
+from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
 __all__ = ["run_once"]
 
@@ -29,10 +31,10 @@ def _stderr(text: str) -> None:
 
 def _read_prompt(prompt: str | None) -> str | None:
     if prompt is not None and prompt != "-":
-        return prompt
+        return check_text(prompt, "the prompt")
     if prompt is None and sys.stdin.isatty():
         return None
-    return sys.stdin.read()
+    return read_stdin()
 
 
 def _read_audio(audio: str) -> Message | int:
@@ -58,7 +60,11 @@ def _message(prompt: str | None, audio: str | None) -> Message | str | int:
             _stderr("error: give a prompt or --audio FILE, not both")
             return EXIT_USAGE
         return _read_audio(audio)
-    text = _read_prompt(prompt)
+    try:
+        text = _read_prompt(prompt)
+    except InputError as exc:
+        report(exc, verbose=False)
+        return EXIT_USAGE
     if text is None:
         _stderr('error: no prompt: give one (lmc run "...") or pipe it on standard input')
         return EXIT_USAGE
@@ -70,7 +76,17 @@ def _message(prompt: str | None, audio: str | None) -> Message | str | int:
 
 def run_once(prompt: str | None, options: SharedOptions, audio: str | None = None) -> int:
     """Ask once (with text, or speech from ``audio``); 0 on a final answer, 3 without one,
-    1 on an error, 2 on bad usage."""
+    1 on an error, 2 on bad usage, 130 on Ctrl-C and 128 + N on signal N (SIGTERM, SIGHUP),
+    after the same orderly close."""
+    with terminate_like_interrupt():
+        try:
+            status = _run_once(prompt, options, audio)
+        except Terminated:
+            status = EXIT_INTERRUPTED
+        return exit_status(status)  # also for a signal that came while lmc was closing
+
+
+def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> int:
     message = _message(prompt, audio)
     if isinstance(message, int):
         return message
@@ -98,7 +114,8 @@ def run_once(prompt: str | None, options: SharedOptions, audio: str | None = Non
         report(exc, verbose=verbose)
         return 1
     finally:
-        interpreter.close()
+        with closing():
+            interpreter.close()
     if turn.final_answer:
         return 0
     if turn.interrupted:

@@ -58,7 +58,8 @@ ReplayOpt = Annotated[
     typer.Option(
         "--replay",
         metavar="FILE",
-        help="Replay recorded completions (JSON file) through the model: for tests and demos.",
+        help="Replay recorded completions (a text file, one per line) through the model: "
+        "for tests and demos.",
         rich_help_panel=_MODEL,
         show_default=False,
     ),
@@ -115,6 +116,18 @@ TemperatureOpt = Annotated[
         help="Sampling temperature [default: 1.0].",
         rich_help_panel=_MODEL,
         show_default=False,
+    ),
+]
+TopPOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--top-p",
+        metavar="P",
+        help="Nucleus sampling: keep the likeliest tokens up to this probability [default: 1.0].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+        min=0.0,
+        max=1.0,
     ),
 ]
 SeedOpt = Annotated[
@@ -246,6 +259,7 @@ class SharedOptions:
     resume: str | None = None
     profile: str | None = None
     verbose: bool = False
+    top_p: float | None = None
     mcp: tuple[str, ...] | None = None
     no_mcp: bool = False
     sandbox: str | None = None
@@ -268,6 +282,7 @@ class SharedOptions:
             "seed": self.seed,
             "gpu_layers": self.gpu_layers,
             "verbose": True if self.verbose else None,
+            "top_p": self.top_p,
             "mcp": list(self.mcp) if self.mcp else None,
             "no_mcp": True if self.no_mcp else None,
             "sandbox": self.sandbox,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -18,6 +18,7 @@ from lmc.config import Settings, data_dir, load_settings
 from lmc.errors import LmcError, SandboxUnavailableError
 from lmc.messages import Chunk, Message
 from lmc.terminal.base import BlockRenderer
+from lmc.terminal.signals import Terminated
 
 __all__ = [
     "EXIT_ERROR",
@@ -43,7 +44,12 @@ EXIT_INTERRUPTED = 130
 
 
 def report(exc: BaseException, *, verbose: bool, err: TextIO | None = None) -> int:
-    """Tell the person what went wrong in one line; return the exit status to use."""
+    """Tell the person what went wrong in one line; return the exit status to use.
+
+    A closed pipe is not reported: the reader is gone, so it ends the command quietly (the
+    ``BrokenPipeError`` goes on, see :mod:`lmc.cli.streams`)."""
+    if isinstance(exc, BrokenPipeError):
+        raise exc
     err = sys.stderr if err is None else err
     if verbose:
         traceback.print_exception(exc, file=err)
@@ -80,6 +86,18 @@ def _plain_wanted(stream: TextIO) -> bool:
     return not (isatty is not None and isatty())
 
 
+def browser_available(env: Mapping[str, str] | None = None) -> bool:
+    """Whether opening a browser shows something: ``BROWSER`` is set, or a desktop is there.
+
+    Without a display, Python's webbrowser falls back to text browsers that would take over
+    the terminal, so lmc does not ask it then.
+    """
+    env = os.environ if env is None else env
+    if env.get("BROWSER") or sys.platform in ("darwin", "win32"):
+        return True
+    return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"))
+
+
 def open_in_browser(path: Any) -> bool:
     """Open an HTML file in the person's browser (``BROWSER`` is honoured)."""
     import webbrowser
@@ -87,6 +105,23 @@ def open_in_browser(path: Any) -> bool:
     try:
         return webbrowser.open(path.resolve().as_uri())
     except webbrowser.Error:
+        return False
+
+
+def html_opener(stream: TextIO) -> Callable[[Any], bool] | None:
+    """How to show the html tool's documents: in the browser with a person at the terminal
+    (standard input and output are terminals and a browser can open), else not at all (the
+    renderer only says where the file is)."""
+    if not (_isatty(sys.stdin) and _isatty(stream) and browser_available()):
+        return None
+    return open_in_browser
+
+
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # closed
         return False
 
 
@@ -107,7 +142,12 @@ def make_output(options: SharedOptions, settings: Settings, stream: TextIO | Non
     if _plain_wanted(stream):
         from lmc.terminal.plain import PlainRenderer
 
-        plain = PlainRenderer(stream, show_reasoning=settings.show_reasoning, artifacts=artifacts)
+        plain = PlainRenderer(
+            stream,
+            show_reasoning=settings.show_reasoning,
+            artifacts=artifacts,
+            open_html=html_opener(stream),
+        )
 
         def say_plain(text: str) -> None:
             plain.close()
@@ -127,7 +167,7 @@ def make_output(options: SharedOptions, settings: Settings, stream: TextIO | Non
         show_reasoning=settings.show_reasoning,
         artifacts=artifacts,
         image_protocol=detect_protocol(),
-        open_html=open_in_browser,
+        open_html=html_opener(stream),
     )
 
     def say_rich(text: str) -> None:
@@ -197,6 +237,7 @@ def make_interpreter(
         conversation_id=conversation_id,
         db_path=settings.db_path,
         instructions=settings.instructions,
+        verbose=settings.verbose,
         mcp_servers=settings.mcp_servers,
         sandbox=policy.mode,
         network=policy.network,
@@ -278,7 +319,10 @@ def run_turn(
     output: Output,
     confirm: Callable[[Chunk], bool | str],
 ) -> Turn:
-    """Send one message and render its chunks; Ctrl-C stops the turn and keeps the history."""
+    """Send one message and render its chunks; Ctrl-C stops the turn and keeps the history.
+
+    SIGTERM and SIGHUP (:class:`~lmc.terminal.signals.Terminated`) stop it the same way and
+    then go on to the command, which closes the session and exits."""
     renderer = output.renderer
     tracker = _Tracker()
     turn = Turn()
@@ -291,11 +335,13 @@ def run_turn(
             turn.chunks += 1
             tracker.feed(chunk)
             renderer.feed(chunk)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         turn.interrupted = True
         interrupted = getattr(renderer, "interrupted", None)
         if interrupted is not None:
             interrupted("interrupted: the conversation so far is kept")
+        if isinstance(exc, Terminated):
+            raise  # after the same clean-up, the command ends
     finally:
         close = getattr(stream, "close", None)
         if close is not None:

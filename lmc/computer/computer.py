@@ -54,10 +54,10 @@ _KNOWN: Final = ", ".join(language.name for language in LANGUAGES)
 class Computer:
     """Runs code in Jupyter kernels (python, shell, javascript, r) and more.
 
-    ``timeout`` is the default per-run limit in seconds (None: no limit). ``open_html``
-    opens HTML in the browser; leave it off unless a person is at the terminal. ``workdir``
-    (or its older name ``cwd``) is where kernels start and, in ``workspace`` mode, the one
-    place they may write (default: the current directory).
+    ``timeout`` is the default per-run limit in seconds (None: no limit). HTML comes out
+    as an HTML chunk for the consumer to show. ``workdir`` (or its older name ``cwd``) is
+    where kernels start and, in ``workspace`` mode, the one place they may write (default:
+    the current directory).
 
     ``sandbox`` is ``"workspace"``, ``"read-only"``, ``"off"`` or None: workspace where a
     sandbox tool works, else off with a warning. Asking for a sandbox where none works raises
@@ -69,7 +69,6 @@ class Computer:
         self,
         *,
         timeout: float | None = None,
-        open_html: bool = False,
         cwd: str | Path | None = None,
         sandbox: str | None = None,
         network: bool = False,
@@ -77,7 +76,6 @@ class Computer:
         hide: Sequence[str] = (),
     ) -> None:
         self.timeout = timeout
-        self.open_html = open_html
         where = workdir if workdir is not None else cwd
         self.cwd = None if where is None else Path(where).expanduser().resolve()
         self._hide = tuple(hide)
@@ -189,7 +187,7 @@ class Computer:
         elif self._closed:
             yield output_chunk("This computer has been closed; no code can run on it.\n")
         elif resolved.runner == "html":
-            yield from run_html(code, open_browser=self.open_html)
+            yield from run_html(code)
         elif resolved.runner == "applescript":
             yield from self._applescript.run(code, timeout=timeout or self.timeout)
         elif _missing(resolved):

@@ -1,28 +1,20 @@
-"""HTML is not executed: it is saved to a file and, with a person watching, shown in a browser."""
+"""HTML is not executed: it is handed to whoever shows the stream, as an HTML chunk.
+
+The terminal saves it with the run's other outputs (images) in lmc's data directory and,
+with a person at the terminal, opens it in their browser; a ``--json`` or API consumer gets
+the chunk and decides. The computer writes no file of its own, so none is left behind.
+"""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
-from lmc.computer.chunks import output_chunk
+from lmc.computer.chunks import html_chunk
 from lmc.messages import Chunk
 
 __all__ = ["run_html"]
 
 
-def run_html(code: str, *, open_browser: bool) -> Iterator[Chunk]:
-    """Write ``code`` to a temporary .html file; say where it is (and open it if asked)."""
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", prefix="lmc-", suffix=".html", delete=False
-    ) as handle:
-        handle.write(code)
-    path = Path(handle.name)
-    opened = False
-    if open_browser:
-        import webbrowser
-
-        opened = webbrowser.open(path.as_uri())
-    where = "saved to" if not opened else "saved to and opened in the browser from"
-    yield output_chunk(f"The HTML was {where} {path}\n")
+def run_html(code: str) -> Iterator[Chunk]:
+    """The document as one HTML chunk (the model is told it was shown)."""
+    yield html_chunk(code)

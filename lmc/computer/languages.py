@@ -19,6 +19,9 @@ class Language:
     kernel: str | None = None
     requires: str | None = None  # an executable that must be on PATH
     install_hint: str | None = None
+    #: A quick command that exits 0 when the kernel can start (``lmc doctor`` runs it), for
+    #: what an executable on PATH does not prove (R without IRkernel).
+    probe: tuple[str, ...] | None = None
 
 
 LANGUAGES: Final = (
@@ -46,6 +49,12 @@ LANGUAGES: Final = (
         install_hint="install R and IRkernel (Debian/Ubuntu: `sudo apt-get install "
         "r-cran-irkernel`; elsewhere install R, then run "
         "`install.packages('IRkernel')` in R)",
+        probe=(
+            "R",
+            "--slave",
+            "-e",
+            "quit(status = !requireNamespace('IRkernel', quietly = TRUE))",
+        ),
     ),
     Language("html", "html"),
     Language("applescript", "applescript"),

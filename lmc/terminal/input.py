@@ -9,6 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lmc.paths import private_dir, private_file
+from lmc.terminal.signals import Terminated
+
 __all__ = ["ChatInput"]
 
 
@@ -17,7 +20,7 @@ class ChatInput:
 
     def __init__(self, history_file: Path) -> None:
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.history import FileHistory, InMemoryHistory
         from prompt_toolkit.key_binding import KeyBindings
 
         bindings = KeyBindings()
@@ -26,9 +29,18 @@ class ChatInput:
         def _newline(event: Any) -> None:
             event.current_buffer.insert_text("\n")
 
-        history_file.parent.mkdir(parents=True, exist_ok=True)
+        history: Any
+        #: Why the history is not kept on disk (the data dir is unusable), for the person.
+        self.problem: str | None = None
+        try:
+            # What the person typed (secrets included) is theirs alone: 0700 dir, 0600 file.
+            private_file(private_dir(history_file.parent) / history_file.name)
+            history = FileHistory(str(history_file))
+        except OSError as exc:
+            history = InMemoryHistory()
+            self.problem = f"the prompt history is not kept: {history_file}: {exc.strerror}"
         self.session: Any = PromptSession(
-            history=FileHistory(str(history_file)),
+            history=history,
             key_bindings=bindings,
             multiline=False,
             prompt_continuation=lambda width, line, soft: "… ".rjust(width),
@@ -38,6 +50,8 @@ class ChatInput:
         """The next message; "" after Ctrl-C (line cleared), None at Ctrl-D (end)."""
         try:
             return str(self.session.prompt(prompt))
+        except Terminated:
+            raise  # SIGTERM/SIGHUP, not the person's Ctrl-C
         except KeyboardInterrupt:
             return ""
         except EOFError:

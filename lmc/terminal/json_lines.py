@@ -16,14 +16,31 @@ def chunk_json(chunk: Chunk) -> str:
 
 
 class JsonRenderer:
-    """Writes each chunk as a JSON line, flushed at once so a reader sees it live."""
+    """Writes each chunk as a JSON line, flushed at once so a reader sees it live.
+
+    A reader parses the stream into messages by their ``start`` and ``end`` chunks, so when a
+    turn is interrupted mid-message (Ctrl-C, SIGTERM) the open message still gets its ``end``.
+    """
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self._open: Chunk | None = None  # the start chunk of the message not yet ended
 
     def feed(self, chunk: Chunk) -> None:
         self.out.write(chunk_json(chunk) + "\n")
         self.out.flush()
+        if chunk.get("start"):
+            self._open = chunk
+        elif chunk.get("end"):
+            self._open = None
+
+    def interrupted(self, note: str = "interrupted") -> None:
+        """End the message the interruption cut (``note`` is for people; not written)."""
+        opened, self._open = self._open, None
+        if opened is not None:
+            end: Chunk = {k: v for k, v in opened.items() if k in ("role", "type", "format")}
+            end["end"] = True
+            self.feed(end)
 
     def close(self) -> None:
         self.out.flush()

@@ -6,9 +6,11 @@ streams and prints the fold note and the tail when the block ends.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from lmc.errors import LmcError
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.base import BlockRenderer
 from lmc.terminal.fold import HEAD_LINES, fold_output
@@ -26,11 +28,13 @@ class PlainRenderer(BlockRenderer):
         *,
         show_reasoning: bool = False,
         artifacts: ArtifactStore | None = None,
+        open_html: Callable[[Path], Any] | None = None,
     ) -> None:
         super().__init__()
         self.out = out
         self.show_reasoning = show_reasoning
         self.artifacts = artifacts
+        self.open_html = open_html  # shows a saved HTML file (a browser), True when it did
         self._at_line_start = True
         self._output: list[str] = []
         self._output_shown = 0  # lines of output already written
@@ -118,15 +122,24 @@ class PlainRenderer(BlockRenderer):
         if self.artifacts is None:
             self._note("[image]")
             return
-        path, data = self.artifacts.save_image(fmt, content)
+        try:
+            path, data = self.artifacts.save_image(fmt, content)
+        except LmcError as exc:
+            self._note(f"[{exc}]")
+            return
         self._note(f"[{describe_image(data)} saved to {path}]")
 
     def on_html(self, content: str) -> None:
         if self.artifacts is None:
             self._note("[HTML output]")
             return
-        path: Path = self.artifacts.save_html(content)
-        self._note(f"[HTML saved to {path}]")
+        try:
+            path: Path = self.artifacts.save_html(content)
+        except LmcError as exc:
+            self._note(f"[{exc}]")
+            return
+        opened = self.open_html is not None and bool(self.open_html(path))
+        self._note(f"[HTML saved to {path}{' and opened in your browser' if opened else ''}]")
 
     # -- the extras the CLI and the confirmer use ------------------------------------------
     def waiting(self, text: str = "thinking…") -> None:

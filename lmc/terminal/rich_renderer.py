@@ -25,6 +25,7 @@ from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Text
 
+from lmc.errors import LmcError
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.base import BlockRenderer
 from lmc.terminal.fold import fold_output
@@ -326,10 +327,19 @@ class RichRenderer(BlockRenderer):
             if live and self._text is not None:
                 self._show(self._text)
 
+    def _problem(self, text: str) -> None:
+        """An output that could not be kept: one line, and the turn goes on."""
+        self.console.print(Text(text, style="yellow"), soft_wrap=True)
+
     def on_image(self, fmt: str, content: str) -> None:
         if self.artifacts is None:
             return
-        path, data = self.artifacts.save_image(fmt, content)
+        try:
+            path, data = self.artifacts.save_image(fmt, content)
+        except LmcError as exc:
+            problem = f"🖼  {exc}"
+            self._later(lambda: self._problem(problem))
+            return
 
         def show() -> None:
             if self.image_protocol is not None and data:
@@ -343,7 +353,12 @@ class RichRenderer(BlockRenderer):
     def on_html(self, content: str) -> None:
         if self.artifacts is None:
             return
-        path = self.artifacts.save_html(content)
+        try:
+            path = self.artifacts.save_html(content)
+        except LmcError as exc:
+            problem = str(exc)
+            self._later(lambda: self._problem(problem))
+            return
         opened = ""
         if self.open_html is not None and self.open_html(path):
             opened = " and opened in your browser"

@@ -5,15 +5,15 @@ Every test gets its own data and cache directories, so nothing is written to the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_testing import MakeInterpreter, RecordingBackend
 from support.replay import write_replay
 
 from lmc.agent import Interpreter
-from lmc.backends.base import Backend, Generation, SamplingSettings
 from lmc.computer import Computer
 
 
@@ -28,33 +28,6 @@ def computer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Computer]:
     """Real kernels, started once per test module (a kernel takes seconds to start)."""
     with Computer(cwd=tmp_path_factory.mktemp("work")) as shared:
         yield shared
-
-
-class RecordingBackend(Backend):
-    """The real backend, remembering each prompt and generation so tests can read counters."""
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-        self.context_size = inner.context_size
-        self.prompts: list[str] = []
-        self.generations: list[Generation] = []
-
-    def generate(
-        self, prompt: str, settings: SamplingSettings | None = None, cancel: Any = None
-    ) -> Generation:
-        generation = self.inner.generate(prompt, settings, cancel)
-        self.prompts.append(prompt)
-        self.generations.append(generation)
-        return generation
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-MakeInterpreter = Callable[..., tuple[Interpreter, RecordingBackend]]
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from conftest import MakeInterpreter
+from agent_testing import MakeInterpreter
 
 from lmc.agent.display import PlainRenderer
 from lmc.agent.storage import ConversationStore
@@ -438,3 +438,27 @@ def test_undo_reset_and_resume(make_interpreter: MakeInterpreter, tmp_path: Path
     interpreter.reset()
     assert interpreter.messages == [] and interpreter.conversation_id is None
     assert [c.message_count for c in interpreter.store.list_conversations()] == [6]
+
+
+# -- what the model reads of a long output ---------------------------------------------------
+
+
+def test_the_model_reads_at_most_the_output_limit_of_a_long_run(
+    make_interpreter: MakeInterpreter,
+) -> None:
+    """30,000 characters printed: the person sees them all, the model its head and tail."""
+    limit = 1_000
+    interpreter, backend = make_interpreter(
+        [python_call("print('0123456789' * 3000)"), FINAL.format("Long.")],
+        auto_run=True,
+        output_limit=limit,
+    )
+    chunks = list(interpreter.chat("print a lot", stream=True, display=False))
+    assert len(outputs(chunks)) == 30_001  # everything, live
+    opening = "<|start|>python to=assistant<|channel|>analysis<|message|>"
+    result = backend.prompts[1].split(opening, 1)[1].split("<|end|>", 1)[0]
+    head, note, tail = result.split("\n", 2)
+    assert note.startswith("[... 29,001 characters left out; the output was 30,001 characters")
+    assert len(head) + len(tail) <= limit
+    assert head == "0123456789" * 50
+    assert tail.rstrip("\n").endswith("0123456789")

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import MakeInterpreter
+from agent_testing import MakeInterpreter
 from support.replay import write_replay
 
 from lmc.agent.storage import ConversationStore
@@ -61,11 +63,15 @@ def run_and_kill(
     """Run a chat in a child process and SIGKILL it (and its kernels) at ``kill_when``."""
     replay = write_replay(tmp_path / "child-replay.txt", completions)
     db = tmp_path / "killed.db"
+    # SIGKILL leaves the kernels' connection files and temp dirs behind: in a private TMPDIR
+    # (short: kernels' socket paths must fit in 108 bytes), removed after the test.
+    tmpdir = Path(tempfile.mkdtemp(prefix="lmc-t-", dir="/tmp"))
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
+        "TMPDIR": str(tmpdir),
     }
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tiny_model), str(replay), str(db)],
@@ -94,6 +100,7 @@ def run_and_kill(
             except ProcessLookupError:
                 pass
         child.wait(10)
+        shutil.rmtree(tmpdir, ignore_errors=True)
     assert child.returncode == -signal.SIGKILL
     return db
 

@@ -11,14 +11,6 @@ from lmc.backends.base import BackendConfig
 from lmc.backends.llama import LlamaCppBackend
 from lmc.backends.replay import ReplayScript
 
-SYSTEM = "<|start|>system<|message|>You are a test model.\nReasoning: low<|end|>"
-DEVELOPER = "<|start|>developer<|message|># Instructions\n\nAnswer briefly.<|end|>"
-
-
-def user_prompt(text: str, history: str = "") -> str:
-    """A rendered Harmony prompt: fixed prefix, history, a user message, assistant's turn."""
-    return f"{SYSTEM}{DEVELOPER}{history}<|start|>user<|message|>{text}<|end|><|start|>assistant"
-
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

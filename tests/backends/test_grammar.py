@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import user_prompt
+from backend_testing import user_prompt
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -164,9 +164,14 @@ def test_missing_file_and_repo_are_clear(hub: str, tmp_path: Path) -> None:
     home = tmp_path / "hf-home"
     missing_file = resolve_in_process(f"hf:{REPO}:nope.gguf", hub, home)
     assert missing_file["error"] == "ModelNotFoundError"
-    assert "no such file" in missing_file["message"] or "not" in missing_file["message"]
+    assert missing_file["message"] == f"hf:{REPO}:nope.gguf: the repository has no such file"
+    assert missing_file["hint"] == NO_MODEL_HINT
     missing_repo = resolve_in_process("hf:nobody/nothing:x.gguf", hub, home)
     assert missing_repo["error"] == "ModelNotFoundError"
+    assert missing_repo["message"] == (
+        "hf:nobody/nothing:x.gguf: no such repository on the Hugging Face Hub (or it is private)"
+    )
+    assert missing_repo["hint"] == NO_MODEL_HINT
 
 
 def test_no_model_and_no_network_is_one_clear_paragraph(tmp_path: Path) -> None:

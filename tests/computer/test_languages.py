@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from pathlib import Path
+import tempfile
 
 import pytest
 from computer_testing import collect, output_of
@@ -60,15 +60,13 @@ def test_start_ignores_unknown_languages(bare):
     assert bare._sessions == {}
 
 
-def test_html_is_written_to_a_file_not_executed(bare):
-    out = output_of(collect(bare, "html", "<h1>Hi</h1><script>alert(1)</script>"))
-    assert out.startswith("The HTML was saved to ")
-    path = Path(out.strip().rsplit(" ", 1)[1])
-    try:
-        assert path.read_text(encoding="utf-8") == "<h1>Hi</h1><script>alert(1)</script>"
-        assert path.suffix == ".html"
-    finally:
-        path.unlink()
+def test_html_is_handed_over_as_a_chunk_and_leaves_no_file(bare, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where a temporary file would go
+    document = "<h1>Hi</h1><script>alert(1)</script>"
+    chunks = collect(bare, "html", document)
+    assert {"role": "computer", "type": "code", "format": "html", "content": document} in chunks
+    assert output_of(chunks) == ""
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_applescript_without_osascript_is_a_clear_error(bare, monkeypatch, tmp_path):

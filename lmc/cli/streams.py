@@ -1,0 +1,72 @@
+"""The CLI's boundary with its standard streams and arguments.
+
+- Input is UTF-8 or it is refused in one line (:class:`~lmc.errors.InputError`), never
+  turned into surrogates that fail later, deep inside, as a "bug".
+- A reader that goes away (``lmc run --json ... | head -1``) ends lmc quietly, as it ends
+  any Unix tool: :func:`lmc.cli.session.report` lets ``BrokenPipeError`` through to typer,
+  which exits 1 without a word. A standard output closed from the start is one line.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable, Iterator
+
+from lmc.errors import InputError
+
+__all__ = ["check_text", "read_stdin", "run_cli", "stdin_lines"]
+
+
+def _not_utf8(what: str, exc: UnicodeError) -> InputError:
+    bad = ""
+    if isinstance(exc, UnicodeDecodeError):
+        bad = f" (byte 0x{exc.object[exc.start]:02x})"
+    return InputError(f"{what} is not UTF-8 text{bad}", hint="convert it, e.g. with iconv")
+
+
+def check_text(text: str, what: str) -> str:
+    """``text`` if it is valid Unicode; Python turns non-UTF-8 bytes in argv into lone
+    surrogates, which cannot be stored, rendered or tokenized."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raw = text.encode("utf-8", "surrogateescape")
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as decode_error:
+            raise _not_utf8(what, decode_error) from None
+        raise _not_utf8(what, exc) from None
+    return text
+
+
+def read_stdin() -> str:
+    """All of standard input as text."""
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError as exc:
+        raise _not_utf8("standard input", exc) from None
+
+
+def stdin_lines() -> Iterator[str]:
+    """Standard input line by line, as it comes."""
+    try:
+        yield from sys.stdin
+    except UnicodeDecodeError as exc:
+        raise _not_utf8("standard input", exc) from None
+
+
+def _strict_utf8_stdin() -> None:
+    stdin = sys.stdin
+    if isinstance(stdin, io.TextIOWrapper):
+        stdin.reconfigure(encoding="utf-8", errors="strict")
+
+
+def run_cli(app: Callable[[], object]) -> None:
+    """Run the click/typer ``app`` with these rules at its edge."""
+    if sys.stdout is None:  # started with standard output closed (>&-)
+        if sys.stderr is not None:
+            sys.stderr.write("lmc: error: standard output is closed\n")
+        raise SystemExit(1)
+    _strict_utf8_stdin()
+    app()  # typer ends a command that met a closed pipe quietly (status 1)

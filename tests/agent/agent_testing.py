@@ -1,0 +1,37 @@
+"""Helpers the agent tests import (a module of its own: every test directory has a
+``conftest``, so ``from conftest import ...`` picks whichever was imported first)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lmc.agent import Interpreter
+from lmc.backends.base import Backend, Generation, SamplingSettings
+
+
+class RecordingBackend(Backend):
+    """The real backend, remembering each prompt and generation so tests can read counters."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.context_size = inner.context_size
+        self.prompts: list[str] = []
+        self.generations: list[Generation] = []
+
+    def generate(
+        self, prompt: str, settings: SamplingSettings | None = None, cancel: Any = None
+    ) -> Generation:
+        generation = self.inner.generate(prompt, settings, cancel)
+        self.prompts.append(prompt)
+        self.generations.append(generation)
+        return generation
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+MakeInterpreter = Callable[..., tuple[Interpreter, RecordingBackend]]

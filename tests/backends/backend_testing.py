@@ -1,0 +1,11 @@
+"""Prompt pieces the backend tests share (not in conftest: see tests/agent/agent_testing.py)."""
+
+from __future__ import annotations
+
+SYSTEM = "<|start|>system<|message|>You are a test model.\nReasoning: low<|end|>"
+DEVELOPER = "<|start|>developer<|message|># Instructions\n\nAnswer briefly.<|end|>"
+
+
+def user_prompt(text: str, history: str = "") -> str:
+    """A rendered Harmony prompt: fixed prefix, history, a user message, assistant's turn."""
+    return f"{SYSTEM}{DEVELOPER}{history}<|start|>user<|message|>{text}<|end|><|start|>assistant"
