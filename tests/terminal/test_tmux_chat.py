@@ -172,7 +172,9 @@ def test_chat_confirm_decline_run_interrupt_magic_and_quit(chat: tuple[Pane, Pat
     pane.type_line("%undo")
     pane.wait_for(r"removed the last exchange", after=mark)
     pane.type_line("%tokens")
-    pane.wait_for(r"context: \d+ of 8192 tokens used", after=mark)
+    # The default context is the tiny model's trained context, with the reason for it.
+    pane.wait_for(r"context: \d+ of 16384 tokens used", after=mark)
+    pane.wait_for(r"context size: 16,384 tokens: .*trained context", after=mark)
 
     # Esc-Enter makes a two-line message.
     mark = pane.mark()
