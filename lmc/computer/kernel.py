@@ -514,8 +514,33 @@ class KernelSession:
             return None
 
 
+#: Longest Unix socket path (sun_path holds 108 bytes on Linux, 104 on macOS), with a margin.
+_SOCKET_PATH_MAX: Final = 100
+#: What lmc adds below the temporary directory: its runtime dir, a kernel's dir, a socket.
+_SOCKET_NAME_ROOM: Final = len("/lmc-kernels-xxxxxxxx/k-xxxxxxxxxxxx-xxxxxxxx/s-65535")
+
+
 def default_runtime_dir() -> Path:
-    """A fresh private (0700) directory for connection files and kernel logs."""
+    """A fresh private (0700) directory for connection files, kernel logs and sockets.
+
+    It lives in the temporary directory unless that path is too long for the kernels' Unix
+    sockets (a deep ``TMPDIR``); then in ``$XDG_RUNTIME_DIR`` or ``/tmp``, whichever fits.
+    """
     import tempfile
 
-    return Path(tempfile.mkdtemp(prefix="lmc-kernels-"))
+    base = tempfile.gettempdir()
+    if os.name == "posix" and len(base) + _SOCKET_NAME_ROOM > _SOCKET_PATH_MAX:
+        fitting = [
+            candidate
+            for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/tmp")
+            if candidate
+            and len(candidate) + _SOCKET_NAME_ROOM <= _SOCKET_PATH_MAX
+            and os.access(candidate, os.W_OK | os.X_OK)
+        ]
+        if not fitting:
+            raise ComputerError(
+                f"the temporary directory {base} is too long a path for the kernels' sockets",
+                hint="set TMPDIR to a shorter directory",
+            )
+        base = fitting[0]
+    return Path(tempfile.mkdtemp(prefix="lmc-kernels-", dir=base))

@@ -367,3 +367,17 @@ def test_a_reader_that_pauses_loses_no_output(computer, language, code):
                 paused = True
                 time.sleep(3)  # the kernel goes on printing meanwhile
     assert "".join(texts).split() == [str(i) for i in range(20_000)]
+
+
+@pytest.mark.parametrize("sandbox", ["workspace", "off"])
+def test_a_deep_temporary_directory_still_starts_kernels(tmp_path, monkeypatch, sandbox):
+    """Unix socket paths hold about 100 bytes; a deep TMPDIR must not stop the kernels."""
+    import tempfile
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() caches its answer
+    with Computer(sandbox=sandbox, workdir=tmp_path) as computer:
+        assert output_of(collect(computer, "python", "print(6 * 7)")) == "42\n"
+        assert output_of(collect(computer, "shell", "echo ok")) == "ok\n"
