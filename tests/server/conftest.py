@@ -43,6 +43,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
         api_base: str | None = None,
         stt_model: str | None = None,
         max_tokens: int | None = None,
+        mcp_servers: dict[str, Any] | None = None,
     ) -> Served:
         replay = None
         if completions:
@@ -57,6 +58,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
             db_path=str(db_path),
             stt_model=stt_model,
             max_tokens=max_tokens,
+            mcp_servers=dict(mcp_servers or {}),
         )
         backend = None
         if api_base is None:
