@@ -324,6 +324,8 @@ class KernelSession:
             command = wrap_command(
                 self.sandbox, command, shared=[private], readable=needed, cwd=cwd
             )
+        if self.sandbox is None or not self.sandbox.enabled:
+            command = _dying_with_lmc(command)
         log = self._log
 
         def start() -> subprocess.Popen[bytes]:
@@ -512,6 +514,23 @@ class KernelSession:
             return self._exit_status(process.wait(1.0))
         except subprocess.TimeoutExpired:
             return None
+
+
+def _dying_with_lmc(argv: list[str]) -> list[str]:
+    """An unsandboxed kernel's ``argv`` tied to lmc with ``PR_SET_PDEATHSIG`` (Linux).
+
+    Killed outright (SIGKILL, the out-of-memory killer), lmc cannot end its kernels, and
+    IRkernel, unlike ipykernel, never notices that its parent is gone. util-linux's setpriv
+    sets the signal and execs the kernel in place; the signal is tied to the thread that
+    starts the process, lmc's long-lived launcher thread. (In the sandbox, bubblewrap's
+    die-with-parent does this.)
+    """
+    if not sys.platform.startswith("linux"):
+        return argv
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    return argv if setpriv is None else [setpriv, "--pdeathsig", "KILL", "--", *argv]
 
 
 #: Longest Unix socket path (sun_path holds 108 bytes on Linux, 104 on macOS), with a margin.

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_replays import code, final
+from support.processes import descendants, wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "computer" / "sandbox"))
@@ -93,12 +94,15 @@ def test_processes_the_code_started_end_when_lmc_is_killed(
     )  # fmt: skip
     try:
         wait_until(lambda: len(sleepers(tag)) == len(LANGUAGES), 120, "every language's sleep")
+        kernels = descendants(lmc.pid) - set(sleepers(tag))
         lmc.send_signal(signal.SIGKILL)
         lmc.wait()
         if mode == "off":
             assert len(sleepers(tag)) == len(LANGUAGES)
         else:
             wait_until(lambda: not sleepers(tag), what="the sleepers to die with lmc")
+        # Either way the kernels themselves (IRkernel included) end with lmc.
+        assert wait_gone(kernels, timeout=30) == set(), "a kernel outlived lmc"
     finally:
         lmc.kill()
         lmc.wait()

@@ -12,6 +12,7 @@ from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
+from support.processes import descendants, wait_gone
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
@@ -58,43 +59,6 @@ class Run:
     @property
     def errors(self) -> list[dict[str, Any]]:
         return [c for t, c, _ in self.messages if t == "error"]
-
-
-def _parents() -> dict[int, int]:
-    """Every live (not zombie) process's parent, from /proc."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z":
-            parents[int(entry.name)] = int(fields[1])
-    return parents
-
-
-def descendants(pid: int) -> set[int]:
-    """``pid``'s live children, their children, and so on."""
-    parents = _parents()
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def wait_gone(pids: set[int], timeout: float) -> set[int]:
-    """Wait until none of ``pids`` is alive; return those still alive at the timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = pids & set(_parents())
-        if not alive or time.monotonic() > deadline:
-            return alive
-        time.sleep(0.05)
 
 
 class KernelDriver:

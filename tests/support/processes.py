@@ -50,3 +50,40 @@ def wait_until_running(*argv: str, timeout: float = 30.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def _parents() -> dict[int, int]:
+    """Every live (not zombie) process's parent, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def descendants(pid: int) -> set[int]:
+    """``pid``'s live children, their children, and so on."""
+    parents = _parents()
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def wait_gone(pids: set[int], timeout: float) -> set[int]:
+    """Wait until none of ``pids`` is alive; return those still alive at the timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = pids & set(_parents())
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
