@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lmc.paths import private_dir, private_file
-from lmc.terminal.signals import Terminated
+from lmc.terminal.signals import Terminated, end_prompt_on_signals, restore_handlers
 
 __all__ = ["ChatInput"]
 
@@ -48,11 +48,14 @@ class ChatInput:
 
     def read(self, prompt: str = "> ") -> str | None:
         """The next message; "" after Ctrl-C (line cleared), None at Ctrl-D (end)."""
+        app = self.session.app
         try:
-            return str(self.session.prompt(prompt))
+            return str(self.session.prompt(prompt, pre_run=lambda: end_prompt_on_signals(app)))
         except Terminated:
             raise  # SIGTERM/SIGHUP, not the person's Ctrl-C
         except KeyboardInterrupt:
             return ""
         except EOFError:
             return None
+        finally:
+            restore_handlers()

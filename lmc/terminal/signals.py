@@ -9,17 +9,32 @@ then closes the Interpreter, which ends the kernels, and exits with 128 + the si
 
 While lmc closes (:func:`closing`) a signal is only noted: an exception raised in the middle
 of shutting the kernels down would leave them running.
+
+At the chat's prompt, prompt_toolkit runs an asyncio loop, and an exception raised from a
+handler at an arbitrary point of that loop can wedge asyncio's own shutdown (lmc was seen
+hanging after its terminal closed). There :func:`end_prompt_on_signals` routes the signals
+through the loop instead: the prompt ends with :class:`Terminated`, raised from the prompt
+call like any other exception of the application.
 """
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
-__all__ = ["Terminated", "closing", "exit_status", "terminate_like_interrupt"]
+__all__ = [
+    "Terminated",
+    "closing",
+    "end_prompt_on_signals",
+    "exit_status",
+    "restore_handlers",
+    "terminate_like_interrupt",
+]
 
 _SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -35,6 +50,7 @@ class Terminated(KeyboardInterrupt):
 class _State:
     received: int | None = None
     closing: int = 0
+    active: bool = False
 
 
 _state = _State()
@@ -56,11 +72,37 @@ def terminate_like_interrupt() -> Iterator[None]:
         return
     _state.received = None
     previous = {signum: signal.signal(signum, _handler) for signum in _SIGNALS}
+    _state.active = True
     try:
         yield
     finally:
+        _state.active = False
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def end_prompt_on_signals(app: Any) -> None:
+    """Called in prompt_toolkit's running loop (``pre_run``): SIGTERM and SIGHUP end the
+    prompt ``app`` with :class:`Terminated`, from the loop rather than mid-callback."""
+    if not _state.active:
+        return
+    loop = asyncio.get_running_loop()
+    for signum in _SIGNALS:
+        loop.add_signal_handler(signum, _end_prompt, app, signum)
+
+
+def _end_prompt(app: Any, signum: int) -> None:
+    if _state.received is None:
+        _state.received = signum
+    if not app.is_done:
+        app.exit(exception=Terminated(signum))
+
+
+def restore_handlers() -> None:
+    """After a prompt: its loop set the signals back to their defaults when it closed."""
+    if _state.active and threading.current_thread() is threading.main_thread():
+        for signum in _SIGNALS:
+            signal.signal(signum, _handler)
 
 
 @contextmanager

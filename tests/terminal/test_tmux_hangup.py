@@ -14,7 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-from support.processes import pids_of, unique_seconds, wait_until_gone, wait_until_running
+from support.processes import (
+    pids_of,
+    unique_seconds,
+    wait_gone,
+    wait_until_gone,
+    wait_until_running,
+)
 from support.replay import write_replay
 from test_tmux_chat import Pane
 
@@ -57,13 +63,18 @@ def test_closing_the_terminal_ends_the_kernels_and_their_children(
     pane.tmux(
         "new-session", "-d", "-s", "term", "-x", "120", "-y", "40", "-c", str(tmp_path), command
     )
+    lmc = None
     try:
         pane.wait_for(r"^>\s*$", timeout=90)
+        lmc = int(pane.tmux("display-message", "-p", "-t", "term", "#{pane_pid}"))
         pane.type_line("leave a sleep behind")
         pane.wait_for("Left it.", timeout=60)
+        pane.wait_for(r"^>\s*$", timeout=60)  # back at the prompt
         assert wait_until_running(*background), "the background sleep did not start"
     finally:
         pane.tmux("kill-server")  # the terminal goes away: SIGHUP
+    if lmc is not None:  # lmc itself leaves too, not only its kernels
+        assert wait_gone({lmc}, timeout=60) == set(), "lmc did not exit after SIGHUP"
     gone = wait_until_gone(*background, timeout=60)
     for pid in pids_of(*background):
         os.kill(pid, signal.SIGKILL)

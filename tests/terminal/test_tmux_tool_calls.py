@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.mcp_servers import toy_stdio
+from support.processes import descendants, wait_gone
 from test_tmux_chat import Pane, _start_chat
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -49,10 +50,20 @@ def chat(
         tmp_path,
         [_call("first"), _final("You declined."), _call("second"), _final("Noted.")],
     )
+    shell = int(pane.tmux("display-message", "-p", "#{pane_pid}") or 0)
+    lmc: set[int] = set()
     try:
         yield pane, work
     finally:
+        lmc = {
+            pid
+            for pid in descendants(shell)
+            if b"\0-m\0lmc\0" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        }
         pane.tmux("kill-server")
+    # Closing the terminal (SIGHUP) at the prompt ends lmc itself, MCP servers and all.
+    assert len(lmc) == 1, "lmc was not found in the terminal"
+    assert wait_gone(lmc, timeout=60) == set(), "lmc did not exit after SIGHUP"
 
 
 def test_a_tool_call_is_asked_about_declined_and_edited(chat: tuple[Pane, Path]) -> None:
