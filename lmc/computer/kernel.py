@@ -37,7 +37,7 @@ from pathlib import Path
 from queue import Empty
 from typing import IO, Any, Final
 
-from lmc.computer.kernelspecs import KernelSpec
+from lmc.computer.kernelspecs import KernelSpec, kernels_dir
 from lmc.computer.sandbox import SandboxPolicy, launch, wrap_command
 from lmc.errors import ComputerError
 
@@ -320,7 +320,14 @@ class KernelSession:
         cwd = self._cwd
         if self.sandbox is not None:
             cwd = cwd or self.sandbox.workdir
-            needed = [self.spec.resource_dir, Path(sys.prefix), Path(sys.base_prefix)]
+            # The spec's folder and its siblings (the wrapper kernels share lmc_wrapper/),
+            # and the interpreter: seen even when they live under /tmp, which is private.
+            needed = [
+                kernels_dir(),
+                self.spec.resource_dir,
+                Path(sys.prefix),
+                Path(sys.base_prefix),
+            ]
             command = wrap_command(
                 self.sandbox, command, shared=[private], readable=needed, cwd=cwd
             )
@@ -527,8 +534,6 @@ def _dying_with_lmc(argv: list[str]) -> list[str]:
     """
     if not sys.platform.startswith("linux"):
         return argv
-    import shutil
-
     setpriv = shutil.which("setpriv")
     return argv if setpriv is None else [setpriv, "--pdeathsig", "KILL", "--", *argv]
 
