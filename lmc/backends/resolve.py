@@ -3,7 +3,7 @@
 Downloads go through huggingface_hub into its usual cache (``HF_HOME``, with its progress
 bar), so a file fetched once is reused, also offline. Every failure is a
 :class:`lmc.errors.ModelNotFoundError` whose hint is one paragraph on how to get a model;
-huggingface_hub's exceptions are mapped in :func:`_hub_errors`, the one place that does.
+huggingface_hub's exceptions are mapped in :func:`hub_errors`, the one place that does.
 """
 
 from __future__ import annotations
@@ -13,9 +13,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from lmc.errors import ModelNotFoundError
+from lmc.errors import LmcError, ModelNotFoundError
 
-__all__ = ["DEFAULT_MODEL", "HF_PREFIX", "check_reachable", "parse_hf_spec", "resolve_model"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "HF_PREFIX",
+    "check_reachable",
+    "hub_errors",
+    "parse_hf_spec",
+    "resolve_model",
+]
 
 HF_PREFIX: Final = "hf:"
 #: gpt-oss-20b in MXFP4, as published by ggml-org (about 12 GB).
@@ -53,7 +60,7 @@ def resolve_model(spec: str | None) -> Path:
         what = "is a directory, not a GGUF file" if path.is_dir() else "does not exist"
         raise ModelNotFoundError(f"the model file {path} {what}", hint=NO_MODEL_HINT)
     repo, filename = parse_hf_spec(spec)
-    with _hub_errors(spec):
+    with hub_errors(spec):
         if filename is None:
             filename = _pick_gguf(repo)
         return _download(repo, filename)
@@ -137,35 +144,40 @@ def _cached_ggufs(repo: str) -> list[str]:
 
 
 @contextmanager
-def _hub_errors(spec: str) -> Iterator[None]:
-    """Map huggingface_hub's (and the network's) exceptions to ModelNotFoundError."""
+def hub_errors(
+    spec: str,
+    error: type[LmcError] = ModelNotFoundError,
+    hint: str = NO_MODEL_HINT,
+    *,
+    name: str | None = None,
+) -> Iterator[None]:
+    r"""Map huggingface_hub's (and the network's) exceptions to one-line ``error``\ s.
+
+    Shared by every download lmc makes (the gpt-oss GGUF, the speech model); ``name`` is how
+    the offline message names what is missing (default ``spec``).
+    """
     from huggingface_hub import errors
 
     try:
         yield
-    except ModelNotFoundError:
+    except error:
         raise
     except errors.RepositoryNotFoundError as exc:
-        raise ModelNotFoundError(
-            f"{spec}: no such repository on the Hugging Face Hub (or it is private)",
-            hint=NO_MODEL_HINT,
+        raise error(
+            f"{spec}: no such repository on the Hugging Face Hub (or it is private)", hint=hint
         ) from exc
     except errors.RevisionNotFoundError as exc:
-        raise ModelNotFoundError(f"{spec}: no such revision", hint=NO_MODEL_HINT) from exc
+        raise error(f"{spec}: no such revision", hint=hint) from exc
     except errors.LocalEntryNotFoundError as exc:
-        raise ModelNotFoundError(
-            f"{spec} is not downloaded yet and the Hugging Face Hub cannot be reached",
-            hint=NO_MODEL_HINT,
+        raise error(
+            f"{name or spec} is not downloaded yet and the Hugging Face Hub cannot be reached",
+            hint=hint,
         ) from exc
     except errors.EntryNotFoundError as exc:
-        raise ModelNotFoundError(
-            f"{spec}: the repository has no such file", hint=NO_MODEL_HINT
-        ) from exc
+        raise error(f"{spec}: the repository has no such file", hint=hint) from exc
     except errors.HfHubHTTPError as exc:
-        raise ModelNotFoundError(
-            f"downloading {spec} failed: {str(exc).splitlines()[0]}", hint=NO_MODEL_HINT
-        ) from exc
+        raise error(f"downloading {spec} failed: {str(exc).splitlines()[0]}", hint=hint) from exc
     except (OSError, ValueError) as exc:
-        raise ModelNotFoundError(
-            f"downloading {spec} failed: {exc.__class__.__name__}: {exc}", hint=NO_MODEL_HINT
+        raise error(
+            f"downloading {spec} failed: {exc.__class__.__name__}: {exc}", hint=hint
         ) from exc

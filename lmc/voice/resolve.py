@@ -4,13 +4,11 @@ Like the gpt-oss GGUF (:mod:`lmc.backends.resolve`), a model from the Hub is dow
 through huggingface_hub into its usual cache (``HF_HOME``, with its progress bars) and reused
 from there, also offline. Every failure is a :class:`lmc.errors.SpeechModelNotFoundError`
 whose hint is one paragraph on how to get a model; huggingface_hub's exceptions are mapped in
-:func:`_hub_errors`, the one place that does.
+:func:`lmc.backends.resolve.hub_errors`, the one place that does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
@@ -73,7 +71,11 @@ def resolve_stt_model(spec: str | None) -> Path:
         raise SpeechModelNotFoundError(
             f"{spec!r} is not a Hugging Face model: write hf:OWNER/REPO", hint=NO_STT_MODEL_HINT
         )
-    with _hub_errors(spec):
+    from lmc.backends.resolve import hub_errors
+
+    with hub_errors(
+        spec, SpeechModelNotFoundError, NO_STT_MODEL_HINT, name=f"the speech model {spec}"
+    ):
         return _download(repo)
 
 
@@ -111,35 +113,3 @@ def _download(repo: str) -> Path:
             hint=NO_STT_MODEL_HINT,
         )
     return path
-
-
-@contextmanager
-def _hub_errors(spec: str) -> Iterator[None]:
-    """Map huggingface_hub's (and the network's) exceptions to SpeechModelNotFoundError."""
-    from huggingface_hub import errors
-
-    try:
-        yield
-    except SpeechModelNotFoundError:
-        raise
-    except errors.RepositoryNotFoundError as exc:
-        raise SpeechModelNotFoundError(
-            f"{spec}: no such repository on the Hugging Face Hub (or it is private)",
-            hint=NO_STT_MODEL_HINT,
-        ) from exc
-    except errors.RevisionNotFoundError as exc:
-        raise SpeechModelNotFoundError(f"{spec}: no such revision", hint=NO_STT_MODEL_HINT) from exc
-    except errors.LocalEntryNotFoundError as exc:
-        raise SpeechModelNotFoundError(
-            f"the speech model {spec} is not downloaded yet and the Hugging Face Hub cannot be "
-            "reached",
-            hint=NO_STT_MODEL_HINT,
-        ) from exc
-    except errors.HfHubHTTPError as exc:
-        raise SpeechModelNotFoundError(
-            f"downloading {spec} failed: {str(exc).splitlines()[0]}", hint=NO_STT_MODEL_HINT
-        ) from exc
-    except (OSError, ValueError) as exc:
-        raise SpeechModelNotFoundError(
-            f"downloading {spec} failed: {exc.__class__.__name__}: {exc}", hint=NO_STT_MODEL_HINT
-        ) from exc
