@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,8 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-import httpx
 import pytest
+from support.llama_server import llama_server as running_llama_server
 
 from lmc.backends import BackendConfig, Piece, SamplingSettings, StopReason, open_backend
 from lmc.backends.openai_server import OpenAIServerBackend
@@ -44,35 +42,8 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(tiny_model: Path) -> Iterator[str]:
-    port = free_port()
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_model),
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512",
-        "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "false",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited: {process.stderr.read()[-2000:]!r}")  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"{base}/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama_cpp.server did not start within 60 s")
-            time.sleep(0.1)
-        yield f"{base}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with running_llama_server(tiny_model, context=512) as base:
+        yield base
 
 
 def first_stopping(backend: OpenAIServerBackend, prompt: str) -> tuple[Any, list[Piece]]:

@@ -3,52 +3,20 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from server_testing import Served
+from support.llama_server import llama_server as running_llama_server
 
 from lmc.backends.openai_server import OpenAIServerBackend
 
 
 @pytest.fixture(scope="module")
 def llama_server(tiny_model: Path) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_model),
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-        "--n_threads", "1", "--n_threads_batch", "1", "--verbose", "false",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited: {process.stderr.read()[-2000:]!r}")  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"{base}/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "llama_cpp.server did not start"
-            time.sleep(0.1)
-        yield f"{base}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with running_llama_server(tiny_model, context=8192) as base:
+        yield base
 
 
 def test_two_clients_on_a_server_backend_each_have_their_own_and_never_queue(
