@@ -16,6 +16,7 @@ boundary that calls them, with ``raise ... from exc``.
     │   └── SandboxUnavailableError  a sandbox was asked for and no working tool is here
     ├── InputError            what the person gave cannot be read (standard input not UTF-8)
     ├── StorageError          the conversation database failed
+    ├── WorkspaceError        a checkpoint of the working directory could not be taken or restored
     └── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
         └── SpeechModelNotFoundError  no speech-to-text model, or it could not be downloaded
 """
@@ -37,6 +38,7 @@ __all__ = [
     "SpeechModelNotFoundError",
     "StorageError",
     "VoiceError",
+    "WorkspaceError",
 ]
 
 
@@ -97,6 +99,10 @@ class InputError(LmcError):
 
 class StorageError(LmcError):
     """The conversation database could not be read or written."""
+
+
+class WorkspaceError(LmcError):
+    """A snapshot of the working directory could not be taken, compared or restored."""
 
 
 class SandboxUnavailableError(ConfigError):

@@ -23,6 +23,15 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from lmc.agent.checkpoints import (
+    Checkpointer,
+    RewindReport,
+    TurnCheckpoint,
+    last_turn_patch,
+    list_checkpoints,
+    plan_rewind,
+    rewind,
+)
 from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
@@ -31,6 +40,7 @@ from lmc.agent.tools import argument_schemas, developer_message, system_message
 from lmc.backends.base import Backend, BackendConfig, SamplingSettings
 from lmc.errors import ConfigError, HarmonyError, LmcError
 from lmc.messages import Chunk, Message, validate_message
+from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
 
 if TYPE_CHECKING:
     from lmc.computer import Computer
@@ -89,6 +99,9 @@ class Interpreter:
         workdir: str | Path | None = None,
         sandbox_hide: tuple[str, ...] | list[str] = (),
         stt_model: str | None = None,
+        checkpoints: bool = True,
+        checkpoint_max_file_size: int | None = None,
+        checkpoint_max_files: int | None = None,
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -166,6 +179,21 @@ class Interpreter:
             replace=self._replace,
             tools=self.tools,
         )
+        #: What the last :meth:`undo` did (files restored, messages removed).
+        self.last_undo: RewindReport | None = None
+        self._checkpoint_caps = (
+            checkpoint_max_file_size or DEFAULT_MAX_FILE_BYTES,
+            checkpoint_max_files or DEFAULT_MAX_FILES,
+        )
+        if checkpoints:
+            self._loop.block_hooks = Checkpointer(
+                store=lambda: self.store,
+                conversation=lambda: self._conversation_id,
+                transcript=self._loop.transcript,
+                workdir=self._workdir,
+                max_file_bytes=self._checkpoint_caps[0],
+                max_files=self._checkpoint_caps[1],
+            )
         if conversation_id is not None:
             self._resume(conversation_id)
 
@@ -261,20 +289,47 @@ class Interpreter:
                 close()
             self._computer = None
 
-    def undo(self) -> list[Message]:
-        """Drop the last user message and everything after it; returns what was dropped."""
+    def undo(self, turns: int = 1, *, force: bool = False) -> list[Message]:
+        """Undo the last turn (or ``turns`` turns): the files its code changed go back to
+        what they were before it, whatever language changed them, and its messages are
+        dropped; returns the dropped messages (:attr:`last_undo` says what was restored).
+
+        Raises :class:`~lmc.errors.WorkspaceError`, undoing nothing, when the files were
+        changed by hand since the last turn, unless ``force``. Kernel state is not undone.
+        """
+        if self._busy.locked():
+            raise LmcError("a turn is running: undo after it ends")
         transcript = self._loop.transcript
-        index = transcript.last_user_index()
-        if index is None:
-            return []
-        dropped = [entry.message for entry in transcript.entries[index:]]
-        del transcript.entries[index:]
+        if self._conversation_id is None:  # nothing stored, so no checkpoints either
+            report = plan_rewind(transcript.messages, turns)
+            keep = len(transcript.entries) - report.messages
+        else:
+            report, keep = rewind(
+                self.store, self._conversation_id, turns, force=force, caps=self._checkpoint_caps
+            )
+        dropped = [entry.message for entry in transcript.entries[keep:]]
+        del transcript.entries[keep:]
         self._loop.dropped_turns = min(
             self._loop.dropped_turns, max(transcript.turn_count() - 1, 0)
         )
-        if self._conversation_id is not None:
-            self.store.truncate(self._conversation_id, index)
+        self.last_undo = report
         return dropped
+
+    def diff(self) -> str | None:
+        """The full diff of the last turn that changed files; None when none did."""
+        if self._conversation_id is None:
+            return None
+        return last_turn_patch(self.store, self._conversation_id)
+
+    def checkpoints(self) -> list[TurnCheckpoint]:
+        """The turns whose files :meth:`undo` can restore, the latest first."""
+        if self._conversation_id is None:
+            return []
+        return list_checkpoints(self.store, self._conversation_id)
+
+    def _workdir(self) -> Path:
+        where = getattr(self._computer, "cwd", None) or self._sandbox.get("workdir")
+        return Path(where) if where is not None else Path.cwd()
 
     def token_usage(self) -> tuple[int, int]:
         """(tokens the next prompt takes, the model's context size)."""
@@ -284,7 +339,7 @@ class Interpreter:
     def _resume(self, conversation_id: str) -> None:
         self._conversation_id = self.store.resolve(conversation_id)
         stored = self.store.load_stored(self._conversation_id)
-        self._loop.transcript.entries[:] = [Entry(s.message, s.harmony) for s in stored]
+        self._loop.transcript.entries[:] = [Entry(s.message, s.harmony, s.meta) for s in stored]
         note = result_for_dangling_call(self._loop.transcript.entries)
         if note is not None:
             self._loop.transcript.entries.append(note)
@@ -294,7 +349,7 @@ class Interpreter:
         if self._conversation_id is None:
             title = entry.message["content"] if entry.message["role"] == "user" else ""
             self._conversation_id = self.store.create(title if isinstance(title, str) else "")
-        self.store.append(self._conversation_id, entry.message, entry.harmony)
+        self.store.append(self._conversation_id, entry.message, entry.harmony, entry.meta)
 
     def _replace(self, index: int, entry: Entry) -> None:
         if self._conversation_id is not None:

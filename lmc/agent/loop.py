@@ -41,11 +41,21 @@ if TYPE_CHECKING:
     from lmc.agent.tool_calls import ExternalTools
     from lmc.computer.output import BoundedOutput
 
-__all__ = ["ComputerLike", "Decide", "Loop", "LoopSettings"]
+__all__ = ["BlockHooks", "ComputerLike", "Decide", "Loop", "LoopSettings"]
 
 #: Called with the code block ``{"type": "code", "format": LANG, "content": CODE}`` before it
 #: runs: True runs it, False declines, a string runs that (edited) code instead.
 Decide = Callable[[dict[str, Any]], "bool | str"]
+
+
+class BlockHooks(Protocol):
+    """Called around each code block (checkpoints: :class:`lmc.agent.checkpoints.Checkpointer`)."""
+
+    def before_block(self) -> str | None:
+        """Before the block runs; a note for the person, or None."""
+
+    def after_block(self) -> Message | None:
+        """After it ran (or was interrupted); a message to show and keep, or None."""
 
 
 class ComputerLike(Protocol):
@@ -194,6 +204,8 @@ class Loop:
         self.dropped_turns = 0
         self._trim_told = False
         self.running = False  # a kernel is running code for this loop
+        #: Called before and after each code block (checkpoints of the working directory).
+        self.block_hooks: BlockHooks | None = None
         self._token_counts: dict[str, int] = {}  # a message's Harmony text -> its tokens
 
     def forget(self) -> None:
@@ -411,6 +423,22 @@ class Loop:
         return tool_result_harmony(target.author, target.channel, text)
 
     def _run(self, target: ToolTarget, language: str, code: str, told: str) -> Iterator[Chunk]:
+        hooks = self.block_hooks
+        note = hooks.before_block() if hooks is not None else None
+        if note:
+            yield from self._notice(note)
+        yield from self._run_block(target, language, code, told)
+        after = hooks.after_block() if hooks is not None else None
+        if after is not None:
+            self._record(after, "")
+            flag = {"role": "computer", "type": "files", "format": "changes"}
+            yield {**flag, "start": True}
+            yield dict(after)
+            yield {**flag, "end": True}
+
+    def _run_block(
+        self, target: ToolTarget, language: str, code: str, told: str
+    ) -> Iterator[Chunk]:
         output = _RunOutput(self.settings.output_limit, self.settings.history_output_limit)
         chunks = iter(self._computer().run(language, code))
         self.running = True
@@ -434,6 +462,9 @@ class Loop:
                 close()
             output.note("\n[interrupted]\n")
             self._record_run(target, output, told)
+            after = self.block_hooks.after_block() if self.block_hooks is not None else None
+            if after is not None:
+                self._record(after, "")  # kept, though the stream is gone
             raise
         finally:
             self.running = False
