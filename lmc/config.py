@@ -82,6 +82,15 @@ class Settings:
     workdir: str | None = None
     #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
     stt_model: str | None = None
+    # -- issue 21: checkpoints, compaction, AGENTS.md (to move into lmc/settings.py) -------
+    #: Snapshot the working directory before and after each block (undo restores files).
+    checkpoints: bool = True
+    #: Files larger than this (bytes) are left out of snapshots.
+    checkpoint_max_file_size: int = 10 * 1024 * 1024
+    #: A working directory with more files than this gets no checkpoints.
+    checkpoint_max_files: int = 50_000
+    #: The most bytes of AGENTS.md text put into the developer message (0: none read).
+    agents_md_max_bytes: int = 32 * 1024
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -212,6 +221,11 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "sandbox_hide": _as_paths,
     "workdir": _optional(_as_str),
     "stt_model": _optional(_as_str),
+    # issue 21
+    "checkpoints": _as_bool,
+    "checkpoint_max_file_size": lambda k, v: _as_int(k, v, 1),
+    "checkpoint_max_files": lambda k, v: _as_int(k, v, 1),
+    "agents_md_max_bytes": lambda k, v: _as_int(k, v, 0),
 }
 
 KEYS: Final = tuple(_CONVERTERS)

@@ -43,18 +43,33 @@ KERNEL_NOTE = (
 )
 
 
+def _own_files(store: ConversationStore) -> tuple[Path, ...]:
+    """lmc's files a working directory may hold: its data and cache folders, and the
+    conversation database and its journals."""
+    from lmc.paths import cache_dir, data_dir
+
+    base = store.path
+    journals = (base.with_name(base.name + end) for end in ("", "-wal", "-shm", "-journal"))
+    return (data_dir(), cache_dir(), *journals)
+
+
 def _repo(
-    workdir: str | Path, root: Path | None, max_file_bytes: int, max_files: int
+    workdir: str | Path, root: Path | None, caps: tuple[int, int], store: ConversationStore
 ) -> ShadowRepo:
     from lmc.workspace.shadow import ShadowRepo
 
-    return ShadowRepo(workdir, root, max_file_bytes=max_file_bytes, max_files=max_files)
+    return ShadowRepo(
+        workdir, root, max_file_bytes=caps[0], max_files=caps[1], exclude=_own_files(store)
+    )
 
 
-def _repo_of(record: CheckpointRecord, max_file_bytes: int, max_files: int) -> ShadowRepo:
-    """The shadow repository a record's snapshots are in, with the caps they were taken with
-    (a file the caps left out then must be left alone now, not seen as new and removed)."""
-    return _repo(record.workdir, Path(record.shadow).parent, max_file_bytes, max_files)
+def _repo_of(
+    record: CheckpointRecord, store: ConversationStore, caps: tuple[int, int]
+) -> ShadowRepo:
+    """The shadow repository a record's snapshots are in, with the caps and exclusions they
+    were taken with (a file left out then must be left alone now, not seen as new and
+    removed)."""
+    return _repo(record.workdir, Path(record.shadow).parent, caps, store)
 
 
 class Checkpointer:
@@ -86,7 +101,8 @@ class Checkpointer:
     def repo(self) -> ShadowRepo:
         workdir = self._workdir().resolve()
         if self._repo is None or self._repo.workdir != workdir:
-            self._repo = _repo(workdir, self._root, self.max_file_bytes, self.max_files)
+            caps = (self.max_file_bytes, self.max_files)
+            self._repo = _repo(workdir, self._root, caps, self._store())
         return self._repo
 
     def _fail(self, exc: WorkspaceError) -> str | None:
@@ -209,7 +225,7 @@ def list_checkpoints(store: ConversationStore, conversation_id: str) -> list[Tur
     for record in reversed(store.checkpoints(conversation_id)):
         if record.position not in starts:
             continue
-        repo = _repo_of(record, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES)
+        repo = _repo_of(record, store, (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES))
         changed = len(changes_between(repo, record.before, record.after))
         content = messages[record.position].get("content")
         prompt = " ".join(content.split()) if isinstance(content, str) else "[audio or image]"
@@ -239,15 +255,14 @@ def rewind(
     if records:
         report.checkpointed = True
         report.workdir = records[0].workdir
-        report.restored = _restore(records, force=force, caps=caps)
+        report.restored = _restore(_repo_of(records[0], store, caps), records, force=force)
     store.truncate(conversation_id, keep)
     return report, keep
 
 
-def _restore(records: list[CheckpointRecord], *, force: bool, caps: tuple[int, int]) -> list[str]:
+def _restore(repo: ShadowRepo, records: list[CheckpointRecord], *, force: bool) -> list[str]:
     from lmc.workspace.changes import changes_between
 
-    repo = _repo_of(records[0], *caps)
     if not repo.workdir.is_dir():
         raise WorkspaceError(f"the working directory {repo.workdir} is gone: nothing to restore")
     current = repo.snapshot()
@@ -268,7 +283,7 @@ def last_turn_patch(store: ConversationStore, conversation_id: str) -> str | Non
     from lmc.workspace.changes import patch_between
 
     for record in reversed(store.checkpoints(conversation_id)):
-        repo = _repo_of(record, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES)
+        repo = _repo_of(record, store, (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES))
         if repo.resolve(record.before) != repo.resolve(record.after):
             return patch_between(repo, record.before, record.after)
     return None

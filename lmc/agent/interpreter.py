@@ -40,6 +40,7 @@ from lmc.agent.tools import argument_schemas, developer_message, system_message
 from lmc.backends.base import Backend, BackendConfig, SamplingSettings
 from lmc.errors import ConfigError, HarmonyError, LmcError
 from lmc.messages import Chunk, Message, validate_message
+from lmc.workspace.agents_md import AgentsDoc, read_agents
 from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class Interpreter:
         checkpoints: bool = True,
         checkpoint_max_file_size: int | None = None,
         checkpoint_max_files: int | None = None,
+        agents_md_max_bytes: int = 32 * 1024,
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -114,6 +116,8 @@ class Interpreter:
         except HarmonyError as exc:
             raise ConfigError(f"reasoning: {exc}") from exc
         self.auto_run = auto_run
+        #: AGENTS.md text beyond this many bytes is left out (0: AGENTS.md is not read).
+        self.agents_md_max_bytes = agents_md_max_bytes
         self.reasoning = reasoning
         self.instructions = instructions
         self.renderer = renderer
@@ -327,6 +331,10 @@ class Interpreter:
             return []
         return list_checkpoints(self.store, self._conversation_id)
 
+    def agents_md(self) -> AgentsDoc:
+        """The AGENTS.md files that brief the model here, and their text."""
+        return read_agents(self._workdir(), self.agents_md_max_bytes)
+
     def _workdir(self) -> Path:
         where = getattr(self._computer, "cwd", None) or self._sandbox.get("workdir")
         return Path(where) if where is not None else Path.cwd()
@@ -363,11 +371,15 @@ class Interpreter:
         cwd = str(cwd) if cwd is not None else None
         extra = self.tools.descriptions() if self.tools is not None else []
         names = tuple(tool.name for tool in extra)
-        key = (date.today(), self.reasoning, self.instructions, cwd, names)
+        agents = self.agents_md().text
+        key = (date.today(), self.reasoning, self.instructions, cwd, names, agents)
         if self._prefix_cache is None or self._prefix_cache[0] != key:
+            instructions = self.instructions
+            if agents:  # without AGENTS.md the prompt is what it always was
+                instructions = f"{instructions.strip()}\n\n{agents}" if instructions else agents
             messages = [
                 system_message(self.reasoning),
-                developer_message(self.instructions, cwd, extra),
+                developer_message(instructions, cwd, extra),
             ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
             # Function arguments are sampled under a grammar from these schemas (llama.cpp).

@@ -245,6 +245,10 @@ def make_interpreter(
         sandbox_hide=settings.sandbox_hide,
         stt_model=settings.stt_model,
         backend=backend,
+        checkpoints=settings.checkpoints,
+        checkpoint_max_file_size=settings.checkpoint_max_file_size,
+        checkpoint_max_files=settings.checkpoint_max_files,
+        agents_md_max_bytes=settings.agents_md_max_bytes,
     )
 
 
@@ -273,7 +277,16 @@ def open_session(options: SharedOptions) -> Session | int:
         return EXIT_USAGE
     except LmcError as exc:
         return report(exc, verbose=verbose)
+    if settings.verbose:
+        output.say(agents_md_line(interpreter.agents_md().paths))
     return Session(settings, output, interpreter, conversation_id)
+
+
+def agents_md_line(paths: tuple[Any, ...]) -> str:
+    """Which AGENTS.md files brief the model (``--verbose``, ``lmc doctor``)."""
+    if not paths:
+        return "AGENTS.md: none found from the working directory up to the repository root"
+    return "AGENTS.md read: " + ", ".join(str(p) for p in paths)
 
 
 @dataclass

@@ -69,6 +69,11 @@ def _encode(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
 
+def _exclude_line(path: str) -> str:
+    """An anchored .gitignore pattern matching exactly ``path``."""
+    return "/" + "".join("\\" + c if c in "*?[]\\!# " else c for c in path)
+
+
 def _default_perm(exec_bit: bool) -> int:
     return 0o755 if exec_bit else 0o644
 
@@ -83,6 +88,7 @@ class ShadowRepo:
         *,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         max_files: int = DEFAULT_MAX_FILES,
+        exclude: Sequence[str | Path] = (),
     ) -> None:
         self.workdir = Path(workdir).expanduser().resolve()
         key = hashlib.sha256(str(self.workdir).encode("utf-8", "surrogateescape")).hexdigest()
@@ -90,6 +96,11 @@ class ShadowRepo:
         self.git_dir = base / key[:16]
         self.max_file_bytes = max_file_bytes
         self.max_files = max_files
+        # lmc's own files when they are in the working directory (the conversation database,
+        # this store): never snapshotted, never restored.
+        own = [self.git_dir.parent, *(Path(p).expanduser().resolve() for p in exclude)]
+        self._own = sorted({p.relative_to(self.workdir).as_posix() for p in own
+                            if p != self.workdir and self.workdir in p.parents})  # fmt: skip
         self._ready = False
         self._last: tuple[str, str, Snapshot] | None = None  # (tree, modes json, snapshot)
 
@@ -254,11 +265,12 @@ class ShadowRepo:
         return [p for p in bytes(data).split(b"\0") if p]
 
     def _write_excludes(self) -> None:
-        """The shadow's info/exclude is the project's own."""
+        """The shadow's info/exclude: the project's own, and lmc's own files."""
         project = self.workdir / ".git" / "info" / "exclude"
         text = ""
         with contextlib.suppress(OSError, UnicodeDecodeError):
             text = project.read_text(encoding="utf-8")
+        text = "\n".join([text.rstrip("\n"), *(_exclude_line(p) for p in self._own)]) + "\n"
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
         target = info / "exclude"
