@@ -32,6 +32,7 @@ from lmc.agent.checkpoints import (
     plan_rewind,
     rewind,
 )
+from lmc.agent.compaction import Compactor
 from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
@@ -104,6 +105,7 @@ class Interpreter:
         checkpoint_max_file_size: int | None = None,
         checkpoint_max_files: int | None = None,
         agents_md_max_bytes: int = 32 * 1024,
+        compaction: bool = True,
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -183,6 +185,8 @@ class Interpreter:
             replace=self._replace,
             tools=self.tools,
         )
+        if compaction:
+            self._loop.compactor = Compactor(self._loop)
         #: What the last :meth:`undo` did (files restored, messages removed).
         self.last_undo: RewindReport | None = None
         self._checkpoint_caps = (
@@ -338,6 +342,31 @@ class Interpreter:
     def _workdir(self) -> Path:
         where = getattr(self._computer, "cwd", None) or self._sandbox.get("workdir")
         return Path(where) if where is not None else Path.cwd()
+
+    def compact(self) -> str:
+        """Summarise the older messages now (``%compact``); says what was done."""
+        compactor = self._loop.compactor
+        if compactor is None:
+            raise LmcError("compaction is off for this Interpreter")
+        if not self._busy.acquire(blocking=False):
+            raise LmcError("a turn is running: compact after it ends")
+        try:
+            backend = self._get_backend()
+            reserve = self._loop.settings.sampling.max_tokens or self._loop.settings.answer_reserve
+            steps = compactor.fit(backend, backend.context_size, reserve, force=True)
+            said: list[str] = []
+            try:
+                while True:
+                    chunk = next(steps)
+                    if chunk.get("content"):
+                        said.append(str(chunk["content"]))
+            except StopIteration as stop:
+                done = bool(stop.value)
+        finally:
+            self._busy.release()
+        if not done and not said:
+            return "nothing to compact yet: the conversation is too short"
+        return "\n".join(said)
 
     def token_usage(self) -> tuple[int, int]:
         """(tokens the next prompt takes, the model's context size)."""

@@ -38,6 +38,7 @@ from lmc.harmony.to_lmc import LmcMapper, chunk_kind
 from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
 
 if TYPE_CHECKING:
+    from lmc.agent.compaction import Compactor
     from lmc.agent.tool_calls import ExternalTools
     from lmc.computer.output import BoundedOutput
 
@@ -206,6 +207,9 @@ class Loop:
         self.running = False  # a kernel is running code for this loop
         #: Called before and after each code block (checkpoints of the working directory).
         self.block_hooks: BlockHooks | None = None
+        #: Summarises older messages near the context size (None: the oldest turns are left
+        #: out instead, with a note).
+        self.compactor: Compactor | None = None
         self._token_counts: dict[str, int] = {}  # a message's Harmony text -> its tokens
 
     def forget(self) -> None:
@@ -292,13 +296,18 @@ class Loop:
 
     def prompt(self) -> str:
         """The prompt as it stands (for counting tokens)."""
-        return self.transcript.render(self._prefix(), self.dropped_turns, self._bound)
+        return "".join(self._prompt_parts())
+
+    def _prompt_parts(self) -> list[str]:
+        from lmc.agent.compaction import prompt_parts
+
+        return prompt_parts(self.transcript, self._prefix(), self.dropped_turns, self._bound)
 
     def prompt_tokens(self, backend: Backend | None = None) -> int:
         """Tokens the prompt takes, counted message by message; each message's count is kept,
         so a step counts only the messages added since the last one."""
         backend = backend or self._backend()
-        parts = self.transcript.prompt_parts(self._prefix(), self.dropped_turns, self._bound)
+        parts = self._prompt_parts()
         known, counts = self._token_counts, {}
         total = 0
         for part in parts:
@@ -322,6 +331,8 @@ class Loop:
         size = backend.context_size
         reserve = self.settings.sampling.max_tokens or self.settings.answer_reserve
         reserve = min(reserve, size // 4)
+        if self.compactor is not None:
+            yield from self.compactor.fit(backend, size, reserve)
         turns = self.transcript.turn_count()
         before = self.dropped_turns
         while True:
@@ -336,10 +347,11 @@ class Loop:
                 f"The conversation is longer than the model's context ({size} tokens): "
                 "the oldest messages are left out of what the model sees from now on."
             )
-        if used >= size:
+        if used + reserve > size:  # the answer's room is kept on every step
             yield from self._notice(
                 f"Stopped: this exchange no longer fits in the model's context ({used} tokens "
-                f"of {size}). Start a new conversation, or use a larger context."
+                f"of {size}, and {reserve} kept for the answer). Start a new conversation, or "
+                "use a larger context."
             )
             return None
         return prompt
