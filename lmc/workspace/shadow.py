@@ -38,6 +38,7 @@ _CONFIG: Final = (
     "-c", "core.autocrlf=false", "-c", "core.fileMode=true", "-c", "core.symlinks=true",
     "-c", "core.quotePath=false", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
     "-c", "gc.auto=0", "-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
+    "-c", "core.untrackedCache=true", "-c", "index.version=4",
 )  # fmt: skip
 _IDENTITY: Final = {
     "GIT_AUTHOR_NAME": "lmc",
@@ -201,13 +202,22 @@ class ShadowRepo:
             return snap
 
     def _commit(self, tree: str, modes: str) -> str:
-        parent = self.git("rev-parse", "-q", "--verify", _HEAD_REF, ok=(0, 1)).decode().strip()
+        # Each snapshot's parent is the one before, so one ref keeps them all (git's own
+        # update-ref would cost a process per snapshot: the loose ref is written directly).
+        ref = self.git_dir / _HEAD_REF
+        try:
+            parent = ref.read_text(encoding="ascii").strip()
+        except OSError:
+            parent = ""
         args = ["commit-tree", tree, "--no-gpg-sign", "-F", "-"]
         if parent:
             args += ["-p", parent]
         message = f"lmc snapshot of {self.workdir}\n\n{modes}\n".encode("utf-8", "surrogateescape")
         commit = self.git(*args, data=message).decode().strip()
-        self.git("update-ref", _HEAD_REF, commit)
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        partial = ref.with_name(ref.name + ".lock")
+        partial.write_text(commit + "\n", encoding="ascii")
+        partial.replace(ref)
         return commit
 
     def _list(self) -> _Listing:
