@@ -171,6 +171,7 @@ class RewindReport:
 
     turns: int = 0
     messages: int = 0
+    ran_code: bool = False  # the undone turns ran code (or called tools)
     restored: list[str] = field(default_factory=list)
     workdir: str | None = None
     checkpointed: bool = False
@@ -179,10 +180,12 @@ class RewindReport:
         if not self.messages:
             return ["nothing to undo"]
         plural = "s" if self.messages != 1 else ""
-        turns = f"{self.turns} turn{'s' if self.turns != 1 else ''}"
+        turns = "turn" if self.turns == 1 else f"{self.turns} turns"
         out = [f"undid the last {turns}: removed {self.messages} message{plural}"]
+        if not self.ran_code:
+            return out
         if not self.checkpointed:
-            out.append("no files to restore: no code ran in it with checkpoints on")
+            out.append("files were not restored: no checkpoint was taken (checkpoints off)")
         elif self.restored:
             shown = ", ".join(self.restored[:8]) + (" ..." if len(self.restored) > 8 else "")
             count = len(self.restored)
@@ -203,7 +206,12 @@ def plan_rewind(messages: list[Message], turns: int) -> RewindReport:
     if not starts:
         return RewindReport()
     keep = starts[-min(turns, len(starts))]
-    return RewindReport(turns=len([s for s in starts if s >= keep]), messages=len(messages) - keep)
+    ran = any(
+        m["role"] == "assistant" and m["type"] in ("code", "tool_call") for m in messages[keep:]
+    )
+    return RewindReport(
+        turns=len([s for s in starts if s >= keep]), messages=len(messages) - keep, ran_code=ran
+    )
 
 
 @dataclass(frozen=True, slots=True)

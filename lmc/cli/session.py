@@ -277,8 +277,8 @@ def open_session(options: SharedOptions) -> Session | int:
         return EXIT_USAGE
     except LmcError as exc:
         return report(exc, verbose=verbose)
-    if settings.verbose:
-        output.say(agents_md_line(interpreter.agents_md().paths))
+    if settings.verbose:  # on stderr, like the context line: stdout stays the answer
+        sys.stderr.write(f"lmc: {agents_md_line(interpreter.agents_md().paths)}\n")
     return Session(settings, output, interpreter, conversation_id)
 
 

@@ -174,4 +174,4 @@ def test_checkpoints_off_changes_nothing(make_interpreter: MakeInterpreter, fres
     interpreter.undo()
     assert (fresh / "x.txt").exists()  # only the conversation was undone
     assert interpreter.last_undo is not None
-    assert "no files to restore" in "\n".join(interpreter.last_undo.lines())
+    assert "files were not restored" in "\n".join(interpreter.last_undo.lines())
