@@ -23,25 +23,17 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from lmc.agent.checkpoints import (
-    Checkpointer,
-    RewindReport,
-    TurnCheckpoint,
-    last_turn_patch,
-    list_checkpoints,
-    plan_rewind,
-    rewind,
-)
+from lmc.agent.checkpoints import Checkpointer, RewindReport
 from lmc.agent.compaction import Compactor
 from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
 from lmc.agent.storage import ConversationStore
 from lmc.agent.tools import argument_schemas, developer_message, system_message
+from lmc.agent.workspace_api import WorkspaceMixin
 from lmc.backends.base import Backend, BackendConfig, SamplingSettings
 from lmc.errors import ConfigError, HarmonyError, LmcError
 from lmc.messages import Chunk, Message, validate_message
-from lmc.workspace.agents_md import AgentsDoc, read_agents
 from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
 
 if TYPE_CHECKING:
@@ -53,7 +45,7 @@ __all__ = ["Interpreter"]
 Confirm = Callable[[dict[str, Any]], "bool | str"]
 
 
-class Interpreter:
+class Interpreter(WorkspaceMixin):
     """A conversation with a gpt-oss model that runs code on this computer.
 
     ``chat(message)`` runs one turn. With ``stream=True`` it returns a generator of LMC chunks
@@ -297,76 +289,9 @@ class Interpreter:
                 close()
             self._computer = None
 
-    def undo(self, turns: int = 1, *, force: bool = False) -> list[Message]:
-        """Undo the last turn (or ``turns`` turns): the files its code changed go back to
-        what they were before it, whatever language changed them, and its messages are
-        dropped; returns the dropped messages (:attr:`last_undo` says what was restored).
-
-        Raises :class:`~lmc.errors.WorkspaceError`, undoing nothing, when the files were
-        changed by hand since the last turn, unless ``force``. Kernel state is not undone.
-        """
-        if self._busy.locked():
-            raise LmcError("a turn is running: undo after it ends")
-        transcript = self._loop.transcript
-        if self._conversation_id is None:  # nothing stored, so no checkpoints either
-            report = plan_rewind(transcript.messages, turns)
-            keep = len(transcript.entries) - report.messages
-        else:
-            report, keep = rewind(
-                self.store, self._conversation_id, turns, force=force, caps=self._checkpoint_caps
-            )
-        dropped = [entry.message for entry in transcript.entries[keep:]]
-        del transcript.entries[keep:]
-        self._loop.dropped_turns = min(
-            self._loop.dropped_turns, max(transcript.turn_count() - 1, 0)
-        )
-        self.last_undo = report
-        return dropped
-
-    def diff(self) -> str | None:
-        """The full diff of the last turn that changed files; None when none did."""
-        if self._conversation_id is None:
-            return None
-        return last_turn_patch(self.store, self._conversation_id)
-
-    def checkpoints(self) -> list[TurnCheckpoint]:
-        """The turns whose files :meth:`undo` can restore, the latest first."""
-        if self._conversation_id is None:
-            return []
-        return list_checkpoints(self.store, self._conversation_id)
-
-    def agents_md(self) -> AgentsDoc:
-        """The AGENTS.md files that brief the model here, and their text."""
-        return read_agents(self._workdir(), self.agents_md_max_bytes)
-
     def _workdir(self) -> Path:
         where = getattr(self._computer, "cwd", None) or self._sandbox.get("workdir")
         return Path(where) if where is not None else Path.cwd()
-
-    def compact(self) -> str:
-        """Summarise the older messages now (``%compact``); says what was done."""
-        compactor = self._loop.compactor
-        if compactor is None:
-            raise LmcError("compaction is off for this Interpreter")
-        if not self._busy.acquire(blocking=False):
-            raise LmcError("a turn is running: compact after it ends")
-        try:
-            backend = self._get_backend()
-            reserve = self._loop.settings.sampling.max_tokens or self._loop.settings.answer_reserve
-            steps = compactor.fit(backend, backend.context_size, reserve, force=True)
-            said: list[str] = []
-            try:
-                while True:
-                    chunk = next(steps)
-                    if chunk.get("content"):
-                        said.append(str(chunk["content"]))
-            except StopIteration as stop:
-                done = bool(stop.value)
-        finally:
-            self._busy.release()
-        if not done and not said:
-            return "nothing to compact yet: the conversation is too short"
-        return "\n".join(said)
 
     def token_usage(self) -> tuple[int, int]:
         """(tokens the next prompt takes, the model's context size)."""
