@@ -22,6 +22,7 @@ import json
 import os
 import stat
 import subprocess
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,7 @@ class ShadowRepo:
         self._own = sorted({p.relative_to(self.workdir).as_posix() for p in own
                             if p != self.workdir and self.workdir in p.parents})  # fmt: skip
         self._ready = False
+        self._init_lock = threading.Lock()
         self._last: tuple[str, str, Snapshot] | None = None  # (tree, modes json, snapshot)
 
     # -- git ---------------------------------------------------------------------------------
@@ -150,6 +152,10 @@ class ShadowRepo:
         return done.stdout
 
     def _ensure(self) -> None:
+        with self._init_lock:  # a background snapshot may be starting too
+            self._create()
+
+    def _create(self) -> None:
         if self._ready:
             return
         if not self.workdir.is_dir():

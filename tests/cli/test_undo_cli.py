@@ -3,6 +3,7 @@ CliRunner with the tiny model replaying, real kernels and real files in a git pr
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -91,3 +92,25 @@ def test_lmc_undo_refuses_over_hand_edits_unless_forced(
     assert forced.exit_code == 0 and not (work / "made.txt").exists()
     assert (work / "notes.txt").read_text() == "alpha\n"
     assert os.stat(work / "notes.txt").st_mode & 0o777 == 0o640
+
+
+def test_json_carries_the_files_chunk(
+    lmc_env: dict[str, str], tiny_model: Path, replay: Replay, tmp_path: Path
+) -> None:
+    work = _project(tmp_path) / "sub"
+    edit = code("open('notes.txt', 'w').write('alpha\\nbeta\\n')")
+    common = ["-m", str(tiny_model), "-y", "--sandbox", "off", "--workdir", str(work), "--json"]
+    result = _run(lmc_env, "run", *common, "--replay", str(replay(edit, final("ok"))), "edit")
+    assert result.exit_code == 0, result.stderr
+    chunks = [json.loads(line) for line in result.stdout.splitlines()]
+    files = [c for c in chunks if c["type"] == "files"]
+    assert files == [
+        {"role": "computer", "type": "files", "format": "changes", "start": True},
+        {
+            "role": "computer",
+            "type": "files",
+            "format": "changes",
+            "content": [{"path": "notes.txt", "change": "modified", "added": 1, "removed": 0}],
+        },
+        {"role": "computer", "type": "files", "format": "changes", "end": True},
+    ]

@@ -1,0 +1,51 @@
+"""``lmc serve`` carries the files chunk of a block that changed files (the page draws it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.wait import WebDriverWait
+from server_testing import TOKEN, Served, code, final
+from test_page import WAIT, _browser, send
+
+from lmc.messages import assemble
+
+Serve = Callable[..., Served]
+
+
+def test_a_block_that_changes_files_is_followed_by_a_files_chunk(
+    serve: Serve, tmp_path: Path
+) -> None:
+    served = serve(code("open('made.txt', 'w').write('hi\\n')"), final("Made."), auto_run=True)
+    client = served.client()
+    client.say("make a file")
+    chunks = client.turn()
+    steps = [(c["type"], "start" if c.get("start") else "end" if c.get("end") else "content")
+             for c in chunks if c["role"] == "computer"]  # fmt: skip
+    at = steps.index(("files", "start"))
+    assert steps[at - 1] == ("console", "end")
+    assert steps[at : at + 3] == [("files", "start"), ("files", "content"), ("files", "end")]
+    files = next(c for c in chunks if c["type"] == "files" and "content" in c)
+    assert files == {
+        "role": "computer",
+        "type": "files",
+        "format": "changes",
+        "content": [{"path": "made.txt", "change": "added", "added": 1, "removed": 0}],
+    }
+    assert (tmp_path / "made.txt").read_text() == "hi\n"
+    lmc_chunks = [c for c in chunks if c["role"] != "server"]
+    assert assemble(lmc_chunks) == served.interpreters[0].messages[1:]  # stored as shown
+    client.close()
+
+
+def test_the_page_draws_the_changed_files(serve: Serve, tmp_path: Path) -> None:
+    served = serve(code("open('made.txt', 'w').write('hi\\n')"), final("Made."), auto_run=True)
+    for driver in _browser(tmp_path, []):
+        wait = WebDriverWait(driver, WAIT)
+        driver.get(f"{served.live.http}/?token={TOKEN}")
+        send(driver, "make a file")
+        drawn = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".msg.files")))
+        assert drawn.text == "files changed\n  added  made.txt  +1 -0"
