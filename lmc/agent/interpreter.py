@@ -33,6 +33,9 @@ from lmc.errors import ConfigError, HarmonyError, LmcError
 from lmc.messages import Chunk, Message, validate_message
 
 if TYPE_CHECKING:
+    from lmc.agent.tool_calls import ExternalTools
+    from lmc.browser.backends import SearchBackend
+    from lmc.browser.tools import BrowserTools
     from lmc.computer import Computer
     from lmc.mcp.tools import McpTools
 
@@ -89,6 +92,9 @@ class Interpreter:
         workdir: str | Path | None = None,
         sandbox_hide: tuple[str, ...] | list[str] = (),
         stt_model: str | None = None,
+        browser: str | SearchBackend | None = None,
+        browser_url: str | None = None,
+        browser_allow_private: bool = False,
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -149,6 +155,10 @@ class Interpreter:
                 for name, value in mcp_servers.items()
             }
             self.tools = McpTools(configs)
+        #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``, or a backend).
+        self.browser_tools: BrowserTools | None = None
+        if browser is not None:
+            self.browser_tools = _browser_tools(browser, browser_url, browser_allow_private)
         self._loop = Loop(
             backend=self._get_backend,
             computer=lambda: self.computer,
@@ -164,10 +174,23 @@ class Interpreter:
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
-            tools=self.tools,
+            tools=self._tool_set(),
         )
         if conversation_id is not None:
             self._resume(conversation_id)
+
+    def _tool_set(self) -> ExternalTools | None:
+        """MCP servers' tools and the browser, as the loop sees them (None: neither)."""
+        providers: list[ExternalTools] = [
+            p for p in (self.tools, self.browser_tools) if p is not None
+        ]
+        if not providers:
+            return None
+        if len(providers) == 1:
+            return providers[0]
+        from lmc.agent.toolset import ToolSet
+
+        return ToolSet(providers)
 
     # -- the pieces, created when first needed ------------------------------------------------
 
@@ -308,10 +331,11 @@ class Interpreter:
         cwd = str(cwd) if cwd is not None else None
         extra = self.tools.descriptions() if self.tools is not None else []
         names = tuple(tool.name for tool in extra)
-        key = (date.today(), self.reasoning, self.instructions, cwd, names)
+        browser = self.browser_tools is not None
+        key = (date.today(), self.reasoning, self.instructions, cwd, names, browser)
         if self._prefix_cache is None or self._prefix_cache[0] != key:
             messages = [
-                system_message(self.reasoning),
+                system_message(self.reasoning, browser=browser),
                 developer_message(self.instructions, cwd, extra),
             ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
@@ -485,9 +509,27 @@ class Interpreter:
             self._store = None
         if self.tools is not None:
             self.tools.close()
+        if self.browser_tools is not None:
+            self.browser_tools.close()
 
     def __enter__(self) -> Interpreter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _browser_tools(
+    browser: str | SearchBackend, url: str | None, allow_private: bool
+) -> BrowserTools:
+    """The browser tool over the backend named (or given); ConfigError when unusable."""
+    from lmc.browser import make_backend
+    from lmc.browser.session import Browser
+    from lmc.browser.tools import BrowserTools
+
+    backend = (
+        make_backend(browser, url, allow_private=allow_private)
+        if isinstance(browser, str)
+        else browser
+    )
+    return BrowserTools(Browser(backend))
