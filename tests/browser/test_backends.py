@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from support.search_site import SearchSite, search_site
@@ -72,7 +72,8 @@ def test_a_long_page_is_shown_one_view_at_a_time_and_scrolls(site: SearchSite) -
     assert 0 < end < total  # far longer than one view
     assert len(first) < 6_000  # a view costs about view_tokens (1,024) tokens
     second = browser.open(loc=end + 1)
-    assert second.startswith(f"[1] A long page ({site.url}/long.html)\n**viewing lines [{end + 1} - ")
+    header = f"[1] A long page ({site.url}/long.html)\n**viewing lines [{end + 1} - "
+    assert second.startswith(header)
     assert f"\nL{end + 1}: " in second
     assert site.paths.count("/long.html") == 1  # scrolling reads the page already open
     browser.close()
@@ -171,8 +172,12 @@ def test_local_files_refuse_paths_outside_the_folder(tmp_path: Path) -> None:
     docs.mkdir()
     (tmp_path / "secret.txt").write_text("kernel secret")
     backend = LocalFilesBackend(docs)
-    for url in (f"file://{tmp_path / 'secret.txt'}", "file:///etc/passwd", "../secret.txt",
-                "https://example.org/"):
+    for url in (
+        f"file://{tmp_path / 'secret.txt'}",
+        "file:///etc/passwd",
+        "../secret.txt",
+        "https://example.org/",
+    ):
         with pytest.raises(BrowserError):
             backend.open(url)
 
@@ -199,7 +204,7 @@ class _ExaHandler(BaseHTTPRequestHandler):
     (``requestId``, ``resolvedSearchType``, ``results`` with ``id``, ``title``, ``url``,
     ``publishedDate``, ``author``, ``score``, ``text``, ``summary``)."""
 
-    seen: list[dict[str, Any]] = []
+    seen: ClassVar[list[dict[str, Any]]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -210,34 +215,40 @@ class _ExaHandler(BaseHTTPRequestHandler):
         if self.headers.get("x-api-key") != "k-123":
             answer, status = {"error": "Invalid API key"}, 401
         elif self.path == "/search":
-            answer, status = {
-                "requestId": "b5947044c4b78efa9552a7c89b306d95",
-                "resolvedSearchType": "neural",
-                "results": [
-                    {
-                        "id": "https://example.org/kernels",
-                        "title": "Kernels",
-                        "url": "https://example.org/kernels",
-                        "publishedDate": "2024-01-01T00:00:00.000Z",
-                        "author": "Jo",
-                        "score": 0.38,
-                        "text": "A kernel runs code.",
-                        "summary": "About kernels.",
-                    }
-                ],
-            }, 200
+            answer, status = (
+                {
+                    "requestId": "b5947044c4b78efa9552a7c89b306d95",
+                    "resolvedSearchType": "neural",
+                    "results": [
+                        {
+                            "id": "https://example.org/kernels",
+                            "title": "Kernels",
+                            "url": "https://example.org/kernels",
+                            "publishedDate": "2024-01-01T00:00:00.000Z",
+                            "author": "Jo",
+                            "score": 0.38,
+                            "text": "A kernel runs code.",
+                            "summary": "About kernels.",
+                        }
+                    ],
+                },
+                200,
+            )
         else:
-            answer, status = {
-                "requestId": "c0ffee",
-                "results": [
-                    {
-                        "id": body["urls"][0],
-                        "url": body["urls"][0],
-                        "title": "Kernels",
-                        "text": "<p>A <b>kernel</b> runs code.</p>",
-                    }
-                ],
-            }, 200
+            answer, status = (
+                {
+                    "requestId": "c0ffee",
+                    "results": [
+                        {
+                            "id": body["urls"][0],
+                            "url": body["urls"][0],
+                            "title": "Kernels",
+                            "text": "<p>A <b>kernel</b> runs code.</p>",
+                        }
+                    ],
+                },
+                200,
+            )
         data = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -273,7 +284,8 @@ def test_exa_sends_the_key_and_the_reference_requests(monkeypatch: pytest.Monkey
         browser.close()
         monkeypatch.setenv("EXA_API_KEY", "wrong")
         refused = ExaBackend(url)
-        with pytest.raises(BrowserError, match=r"^Exa refused the key in EXA_API_KEY \(HTTP 401\)$"):
+        refusal = r"^Exa refused the key in EXA_API_KEY \(HTTP 401\)$"
+        with pytest.raises(BrowserError, match=refusal):
             refused.search("kernels", 5)
         refused.close()
     finally:

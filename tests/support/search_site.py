@@ -27,7 +27,7 @@ SITE = Path(__file__).resolve().parent.parent / "fixtures" / "browser" / "site"
 #: A page of 400 numbered paragraphs, far longer than one view.
 LONG_PAGE = (
     "<html><head><title>A long page</title></head><body>"
-    + "".join(f"<p>Paragraph {n}: the quick brown fox jumps over the lazy dog.</p>" for n in range(400))
+    + "".join(f"<p>Paragraph {n}: the quick brown fox jumps over the dog.</p>" for n in range(400))
     + "</body></html>"
 )
 
@@ -66,10 +66,20 @@ def _result(site: SearchSite, title: str, path: str, content: str, position: int
 
 def _search_answer(site: SearchSite, query: str) -> dict[str, Any]:
     results = [
-        _result(site, "Jupyter kernels explained", "/docs/kernels.html",
-                "What a kernel is and how it runs code.", 1),
-        _result(site, "Messaging protocol", "/docs/protocol.html",
-                "The five channels between a kernel and its clients.", 2),
+        _result(
+            site,
+            "Jupyter kernels explained",
+            "/docs/kernels.html",
+            "What a kernel is and how it runs code.",
+            1,
+        ),
+        _result(
+            site,
+            "Messaging protocol",
+            "/docs/protocol.html",
+            "The five channels between a kernel and its clients.",
+            2,
+        ),
         _result(site, "A long page", "/long.html", "Paragraphs about a fox.", 3),
     ]
     return {
