@@ -158,7 +158,9 @@ class Interpreter:
         #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``, or a backend).
         self.browser_tools: BrowserTools | None = None
         if browser is not None:
-            self.browser_tools = _browser_tools(browser, browser_url, browser_allow_private)
+            self.browser_tools = _browser_tools(
+                browser, browser_url, browser_allow_private, self._count_tokens
+            )
         self._loop = Loop(
             backend=self._get_backend,
             computer=lambda: self.computer,
@@ -178,6 +180,10 @@ class Interpreter:
         )
         if conversation_id is not None:
             self._resume(conversation_id)
+
+    def _count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in this model: the browser sizes its views with it."""
+        return self.backend.count_tokens(text)
 
     def _tool_set(self) -> ExternalTools | None:
         """MCP servers' tools and the browser, as the loop sees them (None: neither)."""
@@ -520,7 +526,10 @@ class Interpreter:
 
 
 def _browser_tools(
-    browser: str | SearchBackend, url: str | None, allow_private: bool
+    browser: str | SearchBackend,
+    url: str | None,
+    allow_private: bool,
+    count_tokens: Callable[[str], int],
 ) -> BrowserTools:
     """The browser tool over the backend named (or given); ConfigError when unusable."""
     from lmc.browser import make_backend
@@ -532,4 +541,4 @@ def _browser_tools(
         if isinstance(browser, str)
         else browser
     )
-    return BrowserTools(Browser(backend))
+    return BrowserTools(Browser(backend, count_tokens=count_tokens))

@@ -26,6 +26,7 @@ VIEW_TOKENS: Final = 1024
 #: Results asked of the backend per search (the reference's ``max_search_results``).
 SEARCH_RESULTS: Final = 20
 _URL_IN_ERROR: Final = 1024
+_CHARS_PER_TOKEN_BOUND: Final = 16
 
 
 class BrowserUsageError(Exception):
@@ -85,17 +86,32 @@ class Browser:
             ) from None
 
     def _end(self, loc: int, num_lines: int, lines: list[str]) -> int:
-        """Where a view that starts at ``loc`` ends: ``num_lines``, else what fits in
-        ``view_tokens`` (the line that crosses the limit is shown whole)."""
+        """Where a view that starts at ``loc`` ends: ``num_lines``, else the fewest lines that
+        reach ``view_tokens`` in the model's own tokens (the line that crosses the limit is
+        shown whole, as in the reference), found by bisection: a few counts per view."""
         total = len(lines)
         if num_lines > 0:
             return min(loc + num_lines, total)
-        used = 0
-        for index in range(loc, total):
-            used += self.count_tokens(f"L{index}: {lines[index]}\n")
-            if used > self.view_tokens:
-                return index + 1
-        return total
+
+        def cost(count: int) -> int:
+            shown = join_lines(lines[loc : loc + count], numbered=True, offset=loc)
+            return self.count_tokens(shown)
+
+        # No token is longer than this many characters in practice: bounds what is counted.
+        budget_chars, most = self.view_tokens * _CHARS_PER_TOKEN_BOUND, 0
+        while loc + most < total and budget_chars > 0:
+            budget_chars -= len(lines[loc + most]) + 8
+            most += 1
+        if cost(most) <= self.view_tokens:
+            return loc + most
+        low, high = 1, most  # cost(high) is over the limit
+        while low < high:
+            middle = (low + high) // 2
+            if cost(middle) > self.view_tokens:
+                high = middle
+            else:
+                low = middle + 1
+        return loc + low
 
     def _show(self, loc: int = 0, num_lines: int = -1) -> str:
         """A view of the latest page; a view that cannot be shown takes its page back off."""
