@@ -315,6 +315,35 @@ class Settings:
         help="Speech-to-text model for audio: a faster-whisper directory, hf:REPO, or a size "
         "name (tiny, base, small, ...) [default: base].",
     )
+    #: gpt-oss's browser tool (lmc.browser): which search backend, None for none.
+    browser: str | None = option(
+        None,
+        kind="choice",
+        choices=("searxng", "exa", "local"),
+        section=("browser", "backend"),
+        flags=("--browser",),
+        metavar="BACKEND",
+        help="Give the model its browser tool (search, open, find) through searxng, exa or "
+        "local [default: no browser].",
+        commands=RUNS_AND_DOCTOR,
+    )
+    browser_url: str | None = option(
+        None,
+        kind="text",
+        section=("browser", "url"),
+        flags=("--browser-url",),
+        metavar="URL",
+        help="The SearXNG instance (http://HOST:PORT), Exa's API address, or the folder "
+        "that --browser local searches.",
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: Pages on private, loopback and link-local addresses: refused unless this is true.
+    browser_allow_private: bool = option(
+        False,
+        kind="bool",
+        section=("browser", "allow_private"),
+        help="Let the browser open pages on private and loopback addresses.",
+    )
     #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig` or config tables), after
     #: ``--mcp``/``--no-mcp``: read from ``[mcp.servers.NAME]`` tables, not a plain option.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
