@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.wait import WebDriverWait
@@ -41,9 +42,12 @@ def test_a_block_that_changes_files_is_followed_by_a_files_chunk(
     client.close()
 
 
-def test_the_page_draws_the_changed_files(serve: Serve, tmp_path: Path) -> None:
+def test_the_page_draws_the_changed_files(
+    serve: Serve, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     served = serve(code("open('made.txt', 'w').write('hi\\n')"), final("Made."), auto_run=True)
-    for driver in _browser(tmp_path, []):
+    profile = tmp_path_factory.mktemp("browser")  # not in the working directory (tmp_path)
+    for driver in _browser(profile, []):
         wait = WebDriverWait(driver, WAIT)
         driver.get(f"{served.live.http}/?token={TOKEN}")
         send(driver, "make a file")
