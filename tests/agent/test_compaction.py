@@ -156,3 +156,19 @@ def test_compact_on_demand(server: str, tmp_path: Path, computer: Computer) -> N
     assert SUMMARY_INTRO in Server.prompts[-1]
     assert "<|start|>user<|message|>first<|end|>" not in Server.prompts[-1]
     interpreter.close()
+
+
+def test_without_compaction_a_step_is_never_sent_without_the_answers_room(
+    server: str, tmp_path: Path, computer: Computer
+) -> None:
+    call = "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>" + json.dumps(
+        {"code": "printf 'step %.0s' $(seq 500)"}
+    )
+    Server.script = [call] * 12 + [final("never")]
+    interpreter = make(server, tmp_path, computer, compaction=False)
+    new = interpreter.chat("do twelve steps", display=False)
+    assert all(estimate(p) + RESERVE <= CONTEXT for p in Server.prompts)
+    assert len(Server.prompts) < 12 and not Server.summaries
+    assert new[-1]["role"] == "computer"
+    assert "1024 kept for the answer" in new[-1]["content"]
+    interpreter.close()
