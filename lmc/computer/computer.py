@@ -37,11 +37,11 @@ from lmc.computer.kernel import (
     KernelDied,
     KernelSession,
     TimedOut,
-    default_runtime_dir,
     describe_exit,
 )
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
+from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
 from lmc.computer.sandbox import explain_block, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
@@ -379,4 +379,4 @@ def _shutdown_all(sessions: dict[str, KernelSession], runtime_dir: Path | None) 
     for thread in threads:
         thread.join()
     if runtime_dir is not None:
-        shutil.rmtree(runtime_dir, ignore_errors=True)
+        release_runtime_dir(runtime_dir)
