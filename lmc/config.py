@@ -79,6 +79,14 @@ class Settings:
     sandbox: str | None = None  # None: workspace where a sandbox works, else off
     network: bool = False
     sandbox_hide: tuple[str, ...] = ()
+    # -- sandbox hardening (issue 18): [sandbox] env, writable and limits ---------------
+    sandbox_env: tuple[str, ...] = ()
+    sandbox_writable: tuple[str, ...] = ()
+    sandbox_processes: int | None = None
+    sandbox_memory: int | None = None
+    sandbox_tmp_size: int | None = None
+    sandbox_shm_size: int | None = None
+    # ------------------------------------------------------------------------------------
     workdir: str | None = None
     #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
     stt_model: str | None = None
@@ -166,9 +174,33 @@ def _as_paths(key: str, value: object) -> tuple[str, ...]:
     raise ConfigError(f"{key} must be a list of paths, not {value!r}")
 
 
+def _as_names(key: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(part for part in value.replace(",", " ").split() if part)
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise ConfigError(f"{key} must be a list of environment variable names, not {value!r}")
+
+
+def _as_size(key: str, value: object) -> int:
+    from lmc.computer.sandbox.limits import parse_size
+
+    return parse_size(key, value)
+
+
 #: Tables that hold settings (``[sandbox]``), not profiles: table key -> setting.
 _SECTIONS: Final[Mapping[str, Mapping[str, str]]] = {
-    "sandbox": {"mode": "sandbox", "network": "network", "hide": "sandbox_hide"},
+    "sandbox": {
+        "mode": "sandbox",
+        "network": "network",
+        "hide": "sandbox_hide",
+        "env": "sandbox_env",
+        "writable": "sandbox_writable",
+        "processes": "sandbox_processes",
+        "memory": "sandbox_memory",
+        "tmp_size": "sandbox_tmp_size",
+        "shm_size": "sandbox_shm_size",
+    },
 }
 
 
@@ -210,6 +242,12 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "sandbox": _optional(_as_sandbox_mode),
     "network": _as_bool,
     "sandbox_hide": _as_paths,
+    "sandbox_env": _as_names,
+    "sandbox_writable": _as_paths,
+    "sandbox_processes": _optional(lambda k, v: _as_int(k, v, 16)),
+    "sandbox_memory": _optional(lambda k, v: _as_size(k, v)),
+    "sandbox_tmp_size": _optional(lambda k, v: _as_size(k, v)),
+    "sandbox_shm_size": _optional(lambda k, v: _as_size(k, v)),
     "workdir": _optional(_as_str),
     "stt_model": _optional(_as_str),
 }

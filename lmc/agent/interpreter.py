@@ -89,6 +89,9 @@ class Interpreter:
         workdir: str | Path | None = None,
         sandbox_hide: tuple[str, ...] | list[str] = (),
         stt_model: str | None = None,
+        sandbox_env: tuple[str, ...] | list[str] = (),
+        sandbox_writable: tuple[str, ...] | list[str] = (),
+        sandbox_limits: Any = None,
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -120,11 +123,14 @@ class Interpreter:
             "network": network,
             "workdir": workdir,
             "hide": tuple(sandbox_hide),
+            "sandbox_env": tuple(sandbox_env),
+            "sandbox_writable": tuple(sandbox_writable),
+            "sandbox_limits": sandbox_limits,
         }
         if sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy
 
-            resolve_policy(sandbox, network=network, workdir=workdir)  # fail now, not later
+            resolve_policy(sandbox, network=network, workdir=workdir, hide=tuple(sandbox_hide))
         self._backend = backend
         self._owns_backend = backend is None
         self._computer = computer

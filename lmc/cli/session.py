@@ -193,6 +193,19 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
         return store.resolve(resume)
 
 
+def sandbox_limits(settings: Settings) -> Any:
+    """The sandbox's limits: the defaults, with what the config raises or lowers."""
+    from lmc.computer.sandbox import Limits
+
+    chosen = {
+        "processes": settings.sandbox_processes,
+        "memory": settings.sandbox_memory,
+        "tmp_size": settings.sandbox_tmp_size,
+        "shm_size": settings.sandbox_shm_size,
+    }
+    return Limits(**{key: value for key, value in chosen.items() if value is not None})
+
+
 def sandbox_for(settings: Settings) -> Any:
     """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
     to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
@@ -203,6 +216,9 @@ def sandbox_for(settings: Settings) -> Any:
         network=settings.network,
         workdir=settings.workdir,
         hide=settings.sandbox_hide,
+        env=settings.sandbox_env,
+        keep_writable=settings.sandbox_writable,
+        limits=sandbox_limits(settings),
     )
     if warning is not None:
         sys.stderr.write(f"lmc: warning: {warning}\n")
@@ -243,6 +259,9 @@ def make_interpreter(
         network=policy.network,
         workdir=policy.workdir,
         sandbox_hide=settings.sandbox_hide,
+        sandbox_env=settings.sandbox_env,
+        sandbox_writable=settings.sandbox_writable,
+        sandbox_limits=policy.limits,
         stt_model=settings.stt_model,
         backend=backend,
     )

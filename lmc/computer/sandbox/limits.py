@@ -24,14 +24,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
-__all__ = ["GIB", "CgroupBackend", "KernelLimits", "Limits", "find_backend"]
+__all__ = ["GIB", "CgroupBackend", "KernelLimits", "Limits", "find_backend", "parse_size"]
 
-GIB: Final = 1024**3
 MIB: Final = 1024**2
+GIB: Final = 1024**3
 _CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 _GROUP_PARENT: Final = "lmc"
 #: Seconds to wait for a kernel's group to empty before leaving it to the next start.
 _EMPTY_WAIT: Final = 2.0
+
+
+_UNITS: Final = {"": 1, "k": 1024, "m": MIB, "g": GIB, "t": 1024 * GIB}
+
+
+def parse_size(key: str, value: object) -> int:
+    """A size in bytes from ``2147483648``, ``"2G"``, ``"512 MiB"``; at least 1 MiB."""
+    from lmc.errors import ConfigError
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "").removesuffix("b").removesuffix("i")
+        number, unit = text.rstrip("kmgt"), text[len(text.rstrip("kmgt")) :]
+        try:
+            size = int(float(number) * _UNITS[unit])
+        except (ValueError, KeyError):
+            raise ConfigError(f"{key} must be a size such as 2GiB or 512MiB, not {value!r}")
+    else:
+        raise ConfigError(f"{key} must be a size such as 2GiB or 512MiB, not {value!r}")
+    if size < MIB:
+        raise ConfigError(f"{key} must be at least 1 MiB, not {value!r}")
+    return size
 
 
 def _total_memory() -> int:
@@ -149,6 +172,7 @@ class KernelLimits:
     backend: CgroupBackend
     limits: Limits
     groups: list[Path] = field(default_factory=list)
+    oom_kills: int = 0
 
     def create(self) -> list[str]:
         """Make this kernel's groups; the argv prefix that puts the kernel in them."""
@@ -191,15 +215,17 @@ class KernelLimits:
         return group
 
     def out_of_memory(self) -> bool:
-        """Whether the kernel's memory group has killed a process for memory."""
+        """Whether the memory limit killed a process since the last time it was asked."""
+        kills = 0
         for group in self.groups:
             for name in ("memory.oom_control", "memory.events"):
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError, ValueError):
                     for line in (group / name).read_text().splitlines():
                         key, _, value = line.partition(" ")
-                        if key == "oom_kill" and value.strip() not in ("", "0"):
-                            return True
-        return False
+                        if key == "oom_kill":
+                            kills += int(value)
+        new, self.oom_kills = kills > self.oom_kills, kills
+        return new
 
     def remove(self) -> None:
         """Remove the groups (empty once the kernel's last process has been reaped, which
