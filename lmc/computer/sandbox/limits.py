@@ -86,8 +86,8 @@ class Limits:
 
 
 def _size(value: int) -> str:
-    if value % GIB == 0:
-        return f"{value // GIB} GiB"
+    if value >= GIB:
+        return f"{value / GIB:.1f}".removesuffix(".0") + " GiB"
     return f"{value / MIB:.0f} MiB"
 
 
