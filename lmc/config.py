@@ -245,9 +245,9 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "sandbox_env": _as_names,
     "sandbox_writable": _as_paths,
     "sandbox_processes": _optional(lambda k, v: _as_int(k, v, 16)),
-    "sandbox_memory": _optional(lambda k, v: _as_size(k, v)),
-    "sandbox_tmp_size": _optional(lambda k, v: _as_size(k, v)),
-    "sandbox_shm_size": _optional(lambda k, v: _as_size(k, v)),
+    "sandbox_memory": _optional(_as_size),
+    "sandbox_tmp_size": _optional(_as_size),
+    "sandbox_shm_size": _optional(_as_size),
     "workdir": _optional(_as_str),
     "stt_model": _optional(_as_str),
 }

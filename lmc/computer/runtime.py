@@ -64,7 +64,7 @@ def _own_private_dir(path: Path) -> bool:
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
         return False
     if info.st_mode & 0o077:
-        os.chmod(path, 0o700)
+        path.chmod(0o700)
     return True
 
 

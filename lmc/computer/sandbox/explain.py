@@ -52,9 +52,7 @@ def _limit_reasons(output: str, policy: SandboxPolicy, out_of_memory: bool) -> l
     return reasons
 
 
-def explain_block(
-    output: str, policy: SandboxPolicy, *, out_of_memory: bool = False
-) -> str | None:
+def explain_block(output: str, policy: SandboxPolicy, *, out_of_memory: bool = False) -> str | None:
     """The sandbox line for a block's ``output``, or None when the sandbox played no part.
     ``out_of_memory``: the memory limit killed one of the block's processes."""
     if not policy.enabled:

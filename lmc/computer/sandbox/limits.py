@@ -49,7 +49,9 @@ def parse_size(key: str, value: object) -> int:
         try:
             size = int(float(number) * _UNITS[unit])
         except (ValueError, KeyError):
-            raise ConfigError(f"{key} must be a size such as 2GiB or 512MiB, not {value!r}")
+            raise ConfigError(
+                f"{key} must be a size such as 2GiB or 512MiB, not {value!r}"
+            ) from None
     else:
         raise ConfigError(f"{key} must be a size such as 2GiB or 512MiB, not {value!r}")
     if size < MIB:
@@ -148,9 +150,9 @@ def find_backend() -> CgroupBackend:
 
 def _find_backend() -> CgroupBackend:
     pids_v1, memory_v1 = _CGROUP_ROOT / "pids", _CGROUP_ROOT / "memory"
-    if (pids_v1 / "cgroup.procs").exists() and (memory_v1 / "cgroup.procs").exists():
-        if _writable(pids_v1) and _writable(memory_v1):
-            return CgroupBackend("cgroup-v1", pids_v1, memory_v1)
+    v1 = all((h / "cgroup.procs").exists() and _writable(h) for h in (pids_v1, memory_v1))
+    if v1:
+        return CgroupBackend("cgroup-v1", pids_v1, memory_v1)
     parent = _v2_parent()
     if parent is not None:
         return CgroupBackend("cgroup-v2", parent)

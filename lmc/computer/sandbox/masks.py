@@ -31,7 +31,7 @@ from typing import Final
 
 from lmc.computer.sandbox.policy import SandboxPolicy
 
-__all__ = ["Mount", "PROTECTED_NAMES", "mounts"]
+__all__ = ["PROTECTED_NAMES", "Mount", "mounts"]
 
 #: Folders inside the working directory that run code on the host later (hooks, config).
 PROTECTED_NAMES: Final = (".git", ".hg", ".svn", ".jj", ".lmc")
@@ -96,7 +96,7 @@ class _Plan:
             return
         try:
             if entry.is_symlink():
-                target = os.readlink(path)
+                target = str(path.readlink())
                 self.out.append(Mount(path, _BACK, ("--symlink", target, str(path))))
                 return
             mode = entry.stat().st_mode
@@ -159,9 +159,7 @@ def _socket_masks(folders: Iterable[Path], hidden: set[Path]) -> list[Mount]:
             try:
                 if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
                     masks.append(Mount(path, _MASK, ("--ro-bind", "/dev/null", str(path))))
-                elif entry.is_dir(follow_symlinks=False) and entry.name.startswith(
-                    _SOCKET_DIRS
-                ):
+                elif entry.is_dir(follow_symlinks=False) and entry.name.startswith(_SOCKET_DIRS):
                     masks.append(_hide(path))
             except OSError:
                 continue

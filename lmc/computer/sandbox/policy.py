@@ -148,7 +148,7 @@ class HiddenEntry:
     def matches(self) -> list[Path]:
         """What exists now, resolved."""
         if self.is_glob:
-            found = glob.glob(self.pattern, include_hidden=True)
+            found = glob.glob(self.pattern, include_hidden=True)  # noqa: PTH207 (absolute)
         else:
             found = [self.pattern] if os.path.lexists(self.pattern) else []
         return [Path(p).resolve() for p in found]
@@ -173,10 +173,11 @@ def check_hide(entries: Iterable[str]) -> tuple[HiddenEntry, ...]:
         text = entry.strip()
         if not text:
             raise ConfigError("sandbox.hide has an empty entry")
-        expanded = os.path.expanduser(text)
-        if expanded.startswith("~"):
-            raise ConfigError(f"sandbox.hide: {entry!r}: no such user's home directory")
-        if not os.path.isabs(expanded):
+        try:
+            expanded = str(Path(text).expanduser())
+        except RuntimeError:
+            raise ConfigError(f"sandbox.hide: {entry!r}: no such user's home directory") from None
+        if not Path(expanded).is_absolute():
             raise ConfigError(
                 f"sandbox.hide: {entry!r} is relative: give an absolute path, a ~ path or a glob"
             )
@@ -228,9 +229,7 @@ class SandboxPolicy:
 
     def kept_writable(self) -> list[Path]:
         """``keep_writable`` entries made absolute (relative ones are in the workdir)."""
-        return [
-            (self.workdir / os.path.expanduser(entry)).resolve() for entry in self.keep_writable
-        ]
+        return [(self.workdir / Path(entry).expanduser()).resolve() for entry in self.keep_writable]
 
     def describe(self) -> str:
         """One line for the person and the model: what the code may do now."""

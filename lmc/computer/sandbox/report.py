@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 from lmc.computer.sandbox.detect import find_tool
 from lmc.computer.sandbox.env import ALLOWED
@@ -17,7 +17,7 @@ Line = tuple[str, bool, str]
 
 def _hidden(policy: SandboxPolicy) -> Line:
     entries = [entry.pattern for entry in policy.hidden_entries]
-    home = os.path.expanduser("~")
+    home = str(Path.home())
     shown = ["~" + e[len(home) :] if e.startswith(home + "/") else e for e in entries]
     present = len(policy.hidden_paths())
     detail = f"{', '.join(shown[:6])}, ... ({len(shown)} entries, {present} present here)"

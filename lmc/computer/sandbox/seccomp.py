@@ -22,7 +22,7 @@ import tempfile
 import threading
 from typing import Any, Final
 
-__all__ = ["DENIED", "filter_program", "seccomp_problem", "seccomp_fd"]
+__all__ = ["DENIED", "filter_program", "seccomp_fd", "seccomp_problem"]
 
 #: System calls denied outright.
 DENIED: Final = (
@@ -76,8 +76,8 @@ TIOCSTI: Final = 0x5412
 TIOCLINUX: Final = 0x541C
 
 _lock = threading.Lock()
-_program: bytes | None = None
-_problem: str | None = None
+#: The compiled program ("program") or why there is none ("problem"), once built.
+_built: dict[str, bytes | str] = {}
 
 
 def _binding() -> Any:
@@ -114,20 +114,21 @@ def _build() -> bytes:
 
 def filter_program() -> bytes | None:
     """The compiled filter (None when no libseccomp binding works here)."""
-    global _program, _problem
     with _lock:
-        if _program is None and _problem is None:
+        if not _built:
             try:
-                _program = _build()
+                _built["program"] = _build()
             except (ImportError, OSError, RuntimeError, ValueError) as exc:
-                _problem = str(exc) or type(exc).__name__
-        return _program
+                _built["problem"] = str(exc) or type(exc).__name__
+        program = _built.get("program")
+        return program if isinstance(program, bytes) else None
 
 
 def seccomp_problem() -> str | None:
     """Why no filter can be built here (None: it can)."""
     filter_program()
-    return _problem
+    problem = _built.get("problem")
+    return problem if isinstance(problem, str) else None
 
 
 def seccomp_fd() -> int | None:

@@ -150,7 +150,7 @@ def test_a_secret_created_after_the_start_stays_hidden(
 
 @pytest.mark.parametrize("entry", ["secrets.txt", "", "~nosuchuser/x", "/"])
 def test_an_unusable_hide_entry_is_an_error(entry: str, place: Place) -> None:
-    with pytest.raises(ConfigError, match="sandbox.hide"):
+    with pytest.raises(ConfigError, match=r"sandbox\.hide"):
         resolve_policy("workspace", workdir=place.work, hide=(entry,))
 
 

@@ -62,7 +62,7 @@ def test_html_without_the_network_fetches_nothing(network: bool, place: Place) -
     if network:
         assert document == page
         return
-    assert document.startswith("<!DOCTYPE html><meta http-equiv=\"Content-Security-Policy\"")
+    assert document.startswith('<!DOCTYPE html><meta http-equiv="Content-Security-Policy"')
     assert OFFLINE_CSP in document and document.endswith(page[len("<!DOCTYPE html>") :])
     for directive in OFFLINE_CSP.split(";"):
         assert "http" not in directive and "*" not in directive
