@@ -325,8 +325,9 @@ class Loop:
         return bound_output(text, self.settings.output_limit)
 
     def _prompt(self) -> Generator[Chunk, None, str | None]:
-        """Render the prompt, leaving out the oldest turns if it does not fit; None if even
-        the current turn alone does not fit (a note says so)."""
+        """Render the prompt, summarising older messages (the compactor) or else leaving out
+        the oldest turns if it does not fit with the answer's reserve; None if even that does
+        not fit (a note says so)."""
         backend = self._backend()
         size = backend.context_size
         reserve = self.settings.sampling.max_tokens or self.settings.answer_reserve
@@ -443,7 +444,7 @@ class Loop:
         after = hooks.after_block() if hooks is not None else None
         if after is not None:
             self._record(after, "")
-            flag = {"role": "computer", "type": "files", "format": "changes"}
+            flag: Chunk = {k: after[k] for k in ("role", "type", "format") if k in after}
             yield {**flag, "start": True}
             yield dict(after)
             yield {**flag, "end": True}
