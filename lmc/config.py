@@ -24,6 +24,16 @@ The ``[sandbox]`` table is settings, not a profile (profiles may have their own
     network = false
     hide = ["~/.config/secret-tool"]   # hidden besides ~/.ssh, ~/.aws, ...
 
+Kernels on a Jupyter Kernel/Enterprise Gateway (``kernel_gateway = "URL"`` alone, or the
+table; ``LMC_KERNEL_GATEWAY``, ``LMC_KERNEL_GATEWAY_TOKEN``)::
+
+    [kernel_gateway]
+    url = "http://gpu-box:8888"
+    token = "..."                      # sent as "Authorization: token ..."
+    kernels = {python = "python3"}     # language -> the gateway's kernelspec name
+    env = {KERNEL_NAMESPACE = "team"}  # sent with every kernel start
+    username = "ada"                   # KERNEL_USERNAME [default: your login name]
+
 Environment variables are the key in capitals after ``LMC_`` (``LMC_CONTEXT_SIZE=16384``;
 for the sandbox ``LMC_SANDBOX``, ``LMC_NETWORK``, ``LMC_SANDBOX_HIDE`` (``:``-separated)).
 Flags win over everything. Every value is checked here, so a typo is one clear line, not a
@@ -82,6 +92,12 @@ class Settings:
     workdir: str | None = None
     #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
     stt_model: str | None = None
+    # -- kernels on a Jupyter Kernel/Enterprise Gateway (issue 23) --
+    kernel_gateway: str | None = None
+    kernel_gateway_token: str | None = None
+    kernel_gateway_kernels: dict[str, str] = field(default_factory=dict)
+    kernel_gateway_env: dict[str, str] = field(default_factory=dict)
+    kernel_gateway_username: str | None = None
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -166,9 +182,30 @@ def _as_paths(key: str, value: object) -> tuple[str, ...]:
     raise ConfigError(f"{key} must be a list of paths, not {value!r}")
 
 
+def _as_names(key: str, value: object) -> dict[str, str]:
+    """A table of names (``{python = "python3"}``), or ``a=b,c=d`` in a variable."""
+    if isinstance(value, str):
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+        if any(not sep or not name.strip() for name, sep, _ in pairs):
+            raise ConfigError(f"{key} must be NAME=VALUE pairs separated by commas, not {value!r}")
+        return {name.strip(): text.strip() for name, _, text in pairs}
+    if isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return dict(value)
+    raise ConfigError(f"{key} must be a table of strings, not {value!r}")
+
+
 #: Tables that hold settings (``[sandbox]``), not profiles: table key -> setting.
 _SECTIONS: Final[Mapping[str, Mapping[str, str]]] = {
     "sandbox": {"mode": "sandbox", "network": "network", "hide": "sandbox_hide"},
+    "kernel_gateway": {
+        "url": "kernel_gateway",
+        "token": "kernel_gateway_token",
+        "kernels": "kernel_gateway_kernels",
+        "env": "kernel_gateway_env",
+        "username": "kernel_gateway_username",
+    },
 }
 
 
@@ -212,6 +249,11 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "sandbox_hide": _as_paths,
     "workdir": _optional(_as_str),
     "stt_model": _optional(_as_str),
+    "kernel_gateway": _optional(_as_str),
+    "kernel_gateway_token": _optional(_as_str),
+    "kernel_gateway_kernels": _as_names,
+    "kernel_gateway_env": _as_names,
+    "kernel_gateway_username": _optional(_as_str),
 }
 
 KEYS: Final = tuple(_CONVERTERS)

@@ -34,6 +34,7 @@ from lmc.messages import Chunk, Message, validate_message
 
 if TYPE_CHECKING:
     from lmc.computer import Computer
+    from lmc.computer.gateway import GatewayConfig
     from lmc.mcp.tools import McpTools
 
 __all__ = ["Interpreter"]
@@ -58,6 +59,8 @@ class Interpreter:
     ``sandbox`` (``"workspace"``, ``"read-only"``, ``"off"``; None: workspace where a sandbox
     works), ``network`` and ``workdir`` say how the code is contained (see
     :class:`lmc.Computer`); :meth:`set_sandbox` changes them during a conversation.
+    ``kernel_gateway`` (a :class:`lmc.computer.gateway.GatewayConfig`) runs the code on a
+    Jupyter Kernel/Enterprise Gateway instead.
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class Interpreter:
         workdir: str | Path | None = None,
         sandbox_hide: tuple[str, ...] | list[str] = (),
         stt_model: str | None = None,
+        kernel_gateway: GatewayConfig | None = None,
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -120,6 +124,7 @@ class Interpreter:
             "network": network,
             "workdir": workdir,
             "hide": tuple(sandbox_hide),
+            "gateway": kernel_gateway,
         }
         if sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy

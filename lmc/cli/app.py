@@ -21,6 +21,8 @@ from lmc.cli.options import (
     ContextOpt,
     GpuLayersOpt,
     JsonOpt,
+    KernelGatewayOpt,
+    KernelGatewayTokenOpt,
     MaxTokensOpt,
     McpOpt,
     ModelOpt,
@@ -131,6 +133,8 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     network: NetworkOpt = None,
     workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
+    kernel_gateway: KernelGatewayOpt = None,
+    kernel_gateway_token: KernelGatewayTokenOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
@@ -160,6 +164,8 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         network=network,
         workdir=workdir,
         stt_model=stt_model,
+        kernel_gateway=kernel_gateway,
+        kernel_gateway_token=kernel_gateway_token,
     )
     if ctx.invoked_subcommand is not None:
         ctx.obj = options
@@ -207,6 +213,8 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     network: NetworkOpt = None,
     workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
+    kernel_gateway: KernelGatewayOpt = None,
+    kernel_gateway_token: KernelGatewayTokenOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
     options = _shared(
@@ -234,6 +242,8 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             network=network,
             workdir=workdir,
             stt_model=stt_model,
+            kernel_gateway=kernel_gateway,
+            kernel_gateway_token=kernel_gateway_token,
         ),
     )
     from lmc.cli.oneshot import run_once
@@ -377,9 +387,11 @@ def doctor_command(  # noqa: PLR0917 - typer reads the options from the signatur
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
     workdir: WorkdirOpt = None,
+    kernel_gateway: KernelGatewayOpt = None,
+    kernel_gateway_token: KernelGatewayTokenOpt = None,
 ) -> None:
     """Check this machine: which languages run, which model and backend would be used, GPU,
-    and the sandbox."""
+    the sandbox, and the kernel gateway when there is one."""
     from lmc.cli.doctor import doctor
 
     options = SharedOptions(
@@ -389,6 +401,8 @@ def doctor_command(  # noqa: PLR0917 - typer reads the options from the signatur
         sandbox=sandbox.value if sandbox else None,
         network=network,
         workdir=workdir,
+        kernel_gateway=kernel_gateway,
+        kernel_gateway_token=kernel_gateway_token,
     )
     raise typer.Exit(doctor(options))
 

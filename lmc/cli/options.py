@@ -18,6 +18,7 @@ _SESSION = "Session"
 _MODEL = "Model"
 _OUTPUT = "Output"
 _SANDBOX = "Sandbox"
+_GATEWAY = "Remote kernels"
 
 
 class Reasoning(StrEnum):
@@ -240,6 +241,30 @@ WorkdirOpt = Annotated[
 ]
 
 
+# -- kernels on a Jupyter Kernel/Enterprise Gateway (issue 23) --
+KernelGatewayOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kernel-gateway",
+        metavar="URL",
+        help="Run the code on a Jupyter Kernel Gateway or Enterprise Gateway "
+        "(e.g. http://gpu-box:8888) instead of here.",
+        rich_help_panel=_GATEWAY,
+        show_default=False,
+    ),
+]
+KernelGatewayTokenOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kernel-gateway-token",
+        metavar="TOKEN",
+        help="The gateway's token (better: LMC_KERNEL_GATEWAY_TOKEN).",
+        rich_help_panel=_GATEWAY,
+        show_default=False,
+    ),
+]
+
+
 @dataclass(frozen=True, slots=True)
 class SharedOptions:
     """The shared options as given on the command line (None: not given)."""
@@ -266,6 +291,8 @@ class SharedOptions:
     network: bool | None = None
     workdir: str | None = None
     stt_model: str | None = None
+    kernel_gateway: str | None = None
+    kernel_gateway_token: str | None = None
 
     def flags(self) -> dict[str, object]:
         """The settings these flags set, for :func:`lmc.config.load_settings`."""
@@ -289,4 +316,6 @@ class SharedOptions:
             "network": self.network,
             "workdir": self.workdir,
             "stt_model": self.stt_model,
+            "kernel_gateway": self.kernel_gateway,
+            "kernel_gateway_token": self.kernel_gateway_token,
         }

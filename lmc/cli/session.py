@@ -28,6 +28,8 @@ __all__ = [
     "Output",
     "Session",
     "Turn",
+    "check_kernel_gateway",
+    "gateway_for",
     "make_interpreter",
     "make_output",
     "open_session",
@@ -210,6 +212,35 @@ def sandbox_for(settings: Settings) -> Any:
     return policy
 
 
+def gateway_for(settings: Settings) -> Any:
+    """The kernel gateway ``settings`` name (a :class:`lmc.computer.gateway.GatewayConfig`),
+    or None to run kernels here."""
+    if not settings.kernel_gateway:
+        return None
+    from lmc.computer.gateway import DEFAULT_KERNELS, GatewayConfig
+
+    extra: dict[str, Any] = {}
+    if settings.kernel_gateway_username:
+        extra["username"] = settings.kernel_gateway_username
+    return GatewayConfig(
+        settings.kernel_gateway,
+        token=settings.kernel_gateway_token,
+        kernels={**DEFAULT_KERNELS, **settings.kernel_gateway_kernels},
+        env=settings.kernel_gateway_env,
+        **extra,
+    )
+
+
+def check_kernel_gateway(settings: Settings) -> None:
+    """Raise :class:`~lmc.errors.ComputerError` (one line naming the URL or the token) when
+    the kernel gateway ``settings`` name cannot run python: before the model is asked."""
+    gateway = gateway_for(settings)
+    if gateway is not None:
+        from lmc.computer.gateway import check_gateway
+
+        check_gateway(gateway)
+
+
 def make_interpreter(
     settings: Settings, conversation_id: str | None = None, backend: Any = None
 ) -> Any:
@@ -245,6 +276,7 @@ def make_interpreter(
         sandbox_hide=settings.sandbox_hide,
         stt_model=settings.stt_model,
         backend=backend,
+        kernel_gateway=gateway_for(settings),
     )
 
 
@@ -267,6 +299,7 @@ def open_session(options: SharedOptions) -> Session | int:
         verbose = settings.verbose
         output = make_output(options, settings)
         conversation_id = resolve_resume(options.resume, settings.db_path)
+        check_kernel_gateway(settings)
         interpreter = make_interpreter(settings, conversation_id)
     except SandboxUnavailableError as exc:  # asked for a sandbox this machine cannot give
         report(exc, verbose=verbose)

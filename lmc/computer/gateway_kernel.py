@@ -12,7 +12,8 @@ kernel is DELETEd.
 A gateway runs stock kernels, not lmc's: for python, the first request after start-up
 installs lmc's active-line tracker (the class in ``kernels/python/lmc_python_kernel.py``)
 into the running ipykernel, silently (no history, no execution count), so active lines stream
-as they do locally (and sets plain tracebacks, as lmc's kernel has). A kernel that is not ipykernel just runs without active lines.
+as they do locally (and sets plain tracebacks, as lmc's kernel has). A kernel that is not
+ipykernel just runs without active lines.
 
 Remote kernels are contained by the gateway's deployment, not by lmc's sandbox: ``sandbox``
 is always None here.

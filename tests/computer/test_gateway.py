@@ -1,0 +1,165 @@
+"""``Computer(gateway=...)`` against a real Jupyter Kernel Gateway on loopback.
+
+The gateway runs stock ipykernel; lmc brings its active-line tracker in through a first
+execute. Each test checks from outside too (the gateway's own ``GET /api/kernels``): kernels
+are deleted at close, a dead one is replaced, the gateway's token is required.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from computer_testing import active_lines, collect, output_of
+from support.kernel_gateway import KernelGateway, free_port, start_kernel_gateway
+
+from lmc.computer import Computer
+from lmc.computer.gateway import GatewayConfig, check_gateway
+from lmc.errors import ComputerError
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGateway]:
+    started = start_kernel_gateway(tmp_path_factory.mktemp("gateway"))
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _config(gateway: KernelGateway, **changes: object) -> GatewayConfig:
+    values: dict[str, object] = {"token": gateway.token, **changes}
+    return GatewayConfig(gateway.url, **values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def remote(gateway: KernelGateway) -> Iterator[Computer]:
+    with Computer(gateway=_config(gateway), sandbox="off") as computer:
+        yield computer
+    assert gateway.wait_for_kernels(0) == []
+
+
+def _run_until(computer: Computer, code: str, marker: str, then: object) -> list[dict[str, object]]:
+    """Run ``code``; once ``marker`` has been printed, call ``then()``; keep reading to the end."""
+    chunks = []
+    acted = False
+    for chunk in computer.run("python", code):
+        chunks.append(chunk)
+        if not acted and marker in output_of(chunks):
+            acted = True
+            then()  # type: ignore[operator]
+    assert acted, output_of(chunks)
+    return chunks
+
+
+def test_python_runs_remotely_with_active_lines_output_and_images(
+    remote: Computer, gateway: KernelGateway
+) -> None:
+    code = (
+        "import os\n"
+        "x = 41\n"
+        "print(x + 1)\n"
+        "from IPython.display import Image, display\n"
+        f"display(Image(data=__import__('base64').b64decode({PNG!r})))\n"
+        "os.getpid()"
+    )
+    chunks = collect(remote, "python", code)
+    with Computer(sandbox="off") as local:  # the same stream as lmc's own kernel gives
+        here = collect(local, "python", code)
+    assert active_lines(chunks) == active_lines(here) == [1, 2, 3, 4, 5]
+    assert [c["type"] for c in chunks] == [c["type"] for c in here]
+    assert output_of(chunks).startswith("42\n")
+    [image] = [c for c in chunks if c["type"] == "image"]
+    assert image["format"] == "base64.png"
+    assert base64.b64decode(image["content"]) == base64.b64decode(PNG)
+    remote_pid = int(output_of(chunks).splitlines()[-1])
+    [kernel] = gateway.kernels()  # the kernel runs on the gateway, not in this process tree
+    assert kernel["name"] == "python3"
+    assert remote_pid != 0
+    # State lives on in the remote kernel; tracebacks are plain as in lmc's own kernel.
+    chunks = collect(remote, "python", "def f():\n    1 / x\nx = 0\nf()")
+    assert "ZeroDivisionError: division by zero" in output_of(chunks)
+    assert "\x1b[" not in output_of(chunks)
+
+
+def test_interrupt_goes_through_the_gateway_and_keeps_the_kernel(remote: Computer) -> None:
+    collect(remote, "python", "kept = 'still here'")
+    code = "import time\nprint('spinning', flush=True)\nwhile True:\n    time.sleep(0.01)"
+    chunks = _run_until(remote, code, "spinning", remote.interrupt)
+    assert "KeyboardInterrupt" in output_of(chunks)
+    assert output_of(collect(remote, "python", "print(kept)")) == "still here\n"
+
+
+def test_a_run_past_its_timeout_is_interrupted(remote: Computer) -> None:
+    chunks = collect(remote, "python", "import time\ntime.sleep(60)", timeout=1)
+    text = output_of(chunks)
+    assert "Timed out after 1 s" in text and "KeyboardInterrupt" in text
+
+
+def test_a_kernel_that_dies_is_reported_in_one_line_and_replaced(
+    remote: Computer, gateway: KernelGateway
+) -> None:
+    collect(remote, "python", "lost = 1")
+    [before] = gateway.kernels()
+    chunks = collect(remote, "python", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    [line] = [c["content"] for c in chunks if c.get("format") == "output"]
+    assert line.strip().startswith(f"The python kernel died: the kernel gateway at {gateway.url}")
+    assert line.strip().count("\n") == 0
+    text = output_of(collect(remote, "python", "print('lost' in globals())"))
+    assert text == "False\n"
+    [after] = gateway.wait_for_kernels(1)
+    assert after["id"] != before["id"]  # the dead one was deleted, a fresh one runs
+
+
+def test_kernel_username_and_kernel_variables_reach_the_kernel(gateway: KernelGateway) -> None:
+    config = _config(gateway, username="ada", env={"KERNEL_TEAM": "blue"})
+    with Computer(gateway=config, sandbox="off") as computer:
+        code = "import os\nprint(os.environ['KERNEL_USERNAME'], os.environ['KERNEL_TEAM'])"
+        assert output_of(collect(computer, "python", code)) == "ada blue\n"
+    assert gateway.wait_for_kernels(0) == []
+
+
+def test_a_language_the_gateway_has_no_kernel_for_is_one_line(remote: Computer) -> None:
+    text = output_of(collect(remote, "python", "1"))
+    assert text == "1\n"
+    text = output_of(collect(remote, "shell", "echo hi"))
+    assert text.startswith("lmc cannot run shell code: no kernel on the kernel gateway at")
+    assert text.count("\n") == 1
+
+
+def test_check_names_the_token_the_url_or_the_kernelspec(gateway: KernelGateway) -> None:
+    assert check_gateway(_config(gateway)) == {"python3": "python"}
+    with pytest.raises(ComputerError, match=r"refused the token \(HTTP 40[13]\)"):
+        check_gateway(_config(gateway, token="wrong"))
+    with pytest.raises(ComputerError, match=r"wants a token .*LMC_KERNEL_GATEWAY_TOKEN"):
+        check_gateway(_config(gateway, token=None))
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(ComputerError, match=f"cannot reach the kernel gateway at {nowhere}"):
+        check_gateway(GatewayConfig(nowhere, token="x"))
+    with pytest.raises(ComputerError, match="has no kernelspec 'nope' for python"):
+        check_gateway(_config(gateway, kernels={"python": "nope"}))
+    with pytest.raises(ComputerError, match="must start with http"):
+        GatewayConfig("127.0.0.1:8888")
+
+
+def test_a_gateway_that_goes_away_is_reported_and_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
+    own = start_kernel_gateway(tmp_path)
+    try:
+        with Computer(gateway=_config(own), sandbox="off") as computer:
+            code = "import time\nprint('working', flush=True)\ntime.sleep(60)"
+            chunks = _run_until(computer, code, "working", own.kill)
+            assert f"lost the connection to the kernel gateway at {own.url}" in output_of(chunks)
+            text = output_of(collect(computer, "python", "print(1)"))
+            assert f"cannot reach the kernel gateway at {own.url}" in text
+            assert text.count("\n") == 1
+            # Code that needs no kernel still runs.
+            html = collect(computer, "html", "<p>hi</p>")
+            assert any(c.get("format") == "html" for c in html)
+    finally:
+        own.stop()

@@ -1,0 +1,142 @@
+"""A real Jupyter Kernel Gateway (PyPI ``jupyter_kernel_gateway``) on loopback, for tests.
+
+``start_kernel_gateway(tmp)`` runs ``jupyter kernelgateway`` from lmc's own venv on a free
+port with a token and ``list_kernels`` on (so a test can check ``GET /api/kernels`` from
+outside), its Jupyter dirs under ``tmp`` and only a stock ``python3`` kernelspec (ipykernel,
+from the same venv). The gateway and its kernels share a new process group, which
+:meth:`KernelGateway.stop` kills; :meth:`KernelGateway.kill` kills the gateway alone (a
+gateway that goes away mid-session) and ``stop`` still ends its kernels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+__all__ = ["KernelGateway", "free_port", "start_kernel_gateway"]
+
+TOKEN = "test-gateway-token"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class KernelGateway:
+    process: subprocess.Popen[bytes]
+    url: str
+    token: str
+    log: Path
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"token {self.token}"}
+
+    def kernels(self) -> list[dict[str, Any]]:
+        """The kernels running on the gateway, asked from outside lmc."""
+        answer = httpx.get(f"{self.url}/api/kernels", headers=self.headers, timeout=10)
+        answer.raise_for_status()
+        kernels: list[dict[str, Any]] = answer.json()
+        return kernels
+
+    def wait_for_kernels(self, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """The running kernels, once there are ``count`` of them (or the timeout passed)."""
+        deadline = time.monotonic() + timeout
+        kernels = self.kernels()
+        while len(kernels) != count and time.monotonic() < deadline:
+            time.sleep(0.1)
+            kernels = self.kernels()
+        return kernels
+
+    def kill(self) -> None:
+        """SIGKILL the gateway process alone (its kernels live on until :meth:`stop`)."""
+        self.process.kill()
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        """End the gateway and every kernel it started."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(10)
+
+
+def _python_only_kernels(data_dir: Path) -> Path:
+    """A kernels dir holding one ``python3`` spec: ipykernel on this interpreter."""
+    spec_dir = data_dir / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3",
+        "language": "python",
+        "interrupt_mode": "signal",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return data_dir
+
+
+def start_kernel_gateway(tmp: Path, *, token: str = TOKEN) -> KernelGateway:
+    """Start ``jupyter kernelgateway`` and wait until it answers."""
+    port = free_port()
+    data_dir = _python_only_kernels(tmp / "jupyter-data")
+    env = {
+        **os.environ,
+        "JUPYTER_DATA_DIR": str(data_dir),
+        "JUPYTER_PATH": str(data_dir),
+        "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    env.pop("PYTEST_CURRENT_TEST", None)
+    log = tmp / "kernel-gateway.log"
+    command = [
+        sys.executable,
+        "-m",
+        "kernel_gateway",
+        "--KernelGatewayApp.ip=127.0.0.1",
+        f"--KernelGatewayApp.port={port}",
+        "--KernelGatewayApp.port_retries=0",
+        f"--KernelGatewayApp.auth_token={token}",
+        "--JupyterWebsocketPersonality.list_kernels=True",
+        # Only our python3, not the system's kernelspecs.
+        "--KernelSpecManager.ensure_native_kernel=False",
+        "--KernelSpecManager.allowed_kernelspecs=python3",
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=tmp,
+            start_new_session=True,
+        )
+    gateway = KernelGateway(process, f"http://127.0.0.1:{port}", token, log)
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"the kernel gateway exited: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{gateway.url}/api", timeout=2).status_code < 500:
+                return gateway
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            gateway.stop()
+            raise RuntimeError(f"the kernel gateway did not answer: {log.read_text()[-2000:]}")
+        time.sleep(0.1)
