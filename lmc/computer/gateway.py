@@ -30,6 +30,7 @@ __all__ = [
     "GatewayClient",
     "GatewayConfig",
     "check_gateway",
+    "require_websockets",
 ]
 
 #: Languages lmc runs -> the gateway's kernelspec names, unless the config says otherwise.
@@ -218,11 +219,22 @@ def _reason(response: Any) -> str:
     return f": {str(message).splitlines()[0][:200]}" if message else ""
 
 
+def require_websockets() -> None:
+    """The websocket client is an extra: say how to get it, in one line."""
+    import importlib.util
+
+    if importlib.util.find_spec("websockets") is None:
+        raise ComputerError(
+            'kernels on a kernel gateway need the gateway extra: pip install "lmc[gateway]"'
+        )
+
+
 def check_gateway(
     config: GatewayConfig, languages: tuple[str, ...] = ("python",)
 ) -> dict[str, str]:
     """Raise :class:`ComputerError` unless the gateway answers, takes the token and serves
     the kernelspecs ``languages`` are mapped to; return its kernelspecs (name -> language)."""
+    require_websockets()
     client = GatewayClient(config)
     try:
         served = client.kernelspecs()

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from lmc.computer.gateway import GatewayClient, GatewayConfig
+from lmc.computer.gateway import GatewayClient, GatewayConfig, require_websockets
 from lmc.computer.kernel import (
     IDLE_AFTER_REPLY,
     INTERRUPT_GRACE,
@@ -206,6 +206,7 @@ class GatewayKernel:
             with contextlib.suppress(ComputerError):
                 self._client.delete(kernel_id, timeout=_DELETE_TIMEOUT)
             raise ComputerError(f"the {self.language} kernel was shut down while starting")
+        require_websockets()
         from websockets.exceptions import InvalidHandshake, InvalidURI
         from websockets.sync.client import connect
 
