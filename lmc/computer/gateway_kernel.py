@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 import time
 import uuid
@@ -416,6 +417,8 @@ class GatewayKernel:
         except ConnectionClosed as exc:
             self._lost()
             raise _Lost from exc
+        finally:
+            self._quick_ack()
         if not isinstance(frame, str):  # binary frames carry buffers (widgets): not for lmc
             return None
         try:
@@ -435,6 +438,15 @@ class GatewayKernel:
                     else f"the kernel gateway at {self.config.url} had to restart it"
                 )
         return message
+
+    def _quick_ack(self) -> None:
+        """Acknowledge what arrives at once (Linux ``TCP_QUICKACK``, which the kernel turns
+        off again now and then). The gateway's tornado does not turn Nagle off: without this
+        every run waits ~40 ms for the delayed ACK of its first small message."""
+        quickack = getattr(socket, "TCP_QUICKACK", None)
+        if quickack is not None and self._socket is not None:
+            with contextlib.suppress(OSError, AttributeError):
+                self._socket.socket.setsockopt(socket.IPPROTO_TCP, quickack, 1)
 
     def _read_pending(self) -> None:
         """Read what arrived between runs (a death the gateway reported meanwhile)."""
