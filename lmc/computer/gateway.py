@@ -173,14 +173,15 @@ class GatewayClient:
         except httpx.HTTPError as exc:
             raise ComputerError(f"cannot reach the kernel gateway at {url}: {exc}") from exc
         status = response.status_code
-        if status in (401, 403):
+        reason = _reason(response) if status >= 400 else ""
+        if status == 401 or (status == 403 and not reason):
             raise ComputerError(self._refused(status))
         if missing_ok and status == 404:
             return None
         if status >= 400:
             raise ComputerError(
                 f"the kernel gateway at {url} answered {method} {path} with HTTP {status}"
-                f"{_reason(response)}"
+                f"{reason}"
             )
         if status == 204 or not response.content:
             return None

@@ -1,8 +1,11 @@
-"""``Computer(gateway=...)`` against a real Jupyter Kernel Gateway on loopback.
+"""``Computer(gateway=...)`` against a real Jupyter Kernel Gateway 3.0 and a real Enterprise
+Gateway 3.3 on loopback (each test runs on both).
 
-The gateway runs stock ipykernel; lmc brings its active-line tracker in through a first
+The gateways run stock ipykernel; lmc brings its active-line tracker in through a first
 execute. Each test checks from outside too (the gateway's own ``GET /api/kernels``): kernels
-are deleted at close, a dead one is replaced, the gateway's token is required.
+are deleted at close, a dead one is replaced, the gateway's token is required. Enterprise
+Gateway 3.3 cannot share lmc's venv (it needs jupyter_client < 7 and jupyter_server < 2), so
+it runs from a venv of its own (:func:`support.kernel_gateway.enterprise_gateway_python`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,13 @@ from pathlib import Path
 
 import pytest
 from computer_testing import active_lines, collect, output_of
-from support.kernel_gateway import KernelGateway, free_port, start_kernel_gateway
+from support.kernel_gateway import (
+    KernelGateway,
+    enterprise_gateway_python,
+    free_port,
+    start_enterprise_gateway,
+    start_kernel_gateway,
+)
 
 from lmc.computer import Computer
 from lmc.computer.gateway import GatewayConfig, check_gateway
@@ -25,9 +34,17 @@ PNG = (  # one red pixel
 )
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGateway]:
-    started = start_kernel_gateway(tmp_path_factory.mktemp("gateway"))
+def _start(kind: str, tmp: Path) -> KernelGateway:
+    if kind == "enterprise":
+        return start_enterprise_gateway(tmp, enterprise_gateway_python())
+    return start_kernel_gateway(tmp)
+
+
+@pytest.fixture(scope="module", params=["kernel", "enterprise"])
+def gateway(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KernelGateway]:
+    started = _start(request.param, tmp_path_factory.mktemp("gateway"))
     try:
         yield started
     finally:
@@ -126,6 +143,24 @@ def test_kernel_username_and_kernel_variables_reach_the_kernel(gateway: KernelGa
     assert gateway.wait_for_kernels(0) == []
 
 
+def test_a_user_the_gateway_refuses_is_its_own_reason_in_one_line(
+    gateway: KernelGateway,
+) -> None:
+    # Enterprise Gateway refuses KERNEL_USERNAMEs in its unauthorized_users (root, by default).
+    config = _config(gateway, username="mallory")
+    with Computer(gateway=config, sandbox="off") as computer:
+        text = output_of(collect(computer, "python", "print('ran')"))
+    if gateway.kind == "enterprise":
+        assert text.startswith(
+            f"the kernel gateway at {gateway.url} answered POST /api/kernels with HTTP 403: "
+            "User 'mallory' is not authorized to start kernel"
+        )
+        assert text.count("\n") == 1
+    else:  # Kernel Gateway has no such list
+        assert text == "ran\n"
+    assert gateway.wait_for_kernels(0) == []
+
+
 def test_a_language_the_gateway_has_no_kernel_for_is_one_line(remote: Computer) -> None:
     text = output_of(collect(remote, "python", "1"))
     assert text == "1\n"
@@ -149,10 +184,11 @@ def test_check_names_the_token_the_url_or_the_kernelspec(gateway: KernelGateway)
         GatewayConfig("127.0.0.1:8888")
 
 
+@pytest.mark.parametrize("kind", ["kernel", "enterprise"])
 def test_a_gateway_that_goes_away_is_reported_and_the_session_goes_on(
-    tmp_path: Path,
+    kind: str, tmp_path: Path
 ) -> None:
-    own = start_kernel_gateway(tmp_path)
+    own = _start(kind, tmp_path)
     try:
         with Computer(gateway=_config(own), sandbox="off") as computer:
             code = "import time\nprint('working', flush=True)\ntime.sleep(60)"

@@ -24,7 +24,13 @@ from typing import Any
 
 import httpx
 
-__all__ = ["KernelGateway", "free_port", "start_kernel_gateway"]
+__all__ = [
+    "KernelGateway",
+    "enterprise_gateway_python",
+    "free_port",
+    "start_enterprise_gateway",
+    "start_kernel_gateway",
+]
 
 TOKEN = "test-gateway-token"
 
@@ -41,6 +47,7 @@ class KernelGateway:
     url: str
     token: str
     log: Path
+    kind: str = "kernel"  # or "enterprise"
 
     @property
     def headers(self) -> dict[str, str]:
@@ -75,12 +82,12 @@ class KernelGateway:
             self.process.wait(10)
 
 
-def _python_only_kernels(data_dir: Path) -> Path:
-    """A kernels dir holding one ``python3`` spec: ipykernel on this interpreter."""
+def _python_only_kernels(data_dir: Path, python: str = sys.executable) -> Path:
+    """A kernels dir holding one ``python3`` spec: ipykernel on ``python``."""
     spec_dir = data_dir / "kernels" / "python3"
     spec_dir.mkdir(parents=True)
     spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3",
         "language": "python",
         "interrupt_mode": "signal",
@@ -92,17 +99,6 @@ def _python_only_kernels(data_dir: Path) -> Path:
 def start_kernel_gateway(tmp: Path, *, token: str = TOKEN) -> KernelGateway:
     """Start ``jupyter kernelgateway`` and wait until it answers."""
     port = free_port()
-    data_dir = _python_only_kernels(tmp / "jupyter-data")
-    env = {
-        **os.environ,
-        "JUPYTER_DATA_DIR": str(data_dir),
-        "JUPYTER_PATH": str(data_dir),
-        "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
-        "JUPYTER_PLATFORM_DIRS": "1",
-    }
-    env.pop("PYTEST_CURRENT_TEST", None)
-    log = tmp / "kernel-gateway.log"
     command = [
         sys.executable,
         "-m",
@@ -116,6 +112,46 @@ def start_kernel_gateway(tmp: Path, *, token: str = TOKEN) -> KernelGateway:
         "--KernelSpecManager.ensure_native_kernel=False",
         "--KernelSpecManager.allowed_kernelspecs=python3",
     ]
+    return _start(tmp, command, port, token, sys.executable)
+
+
+def start_enterprise_gateway(
+    tmp: Path, python: str, *, token: str = TOKEN, unauthorized: str = "mallory"
+) -> KernelGateway:
+    """Start ``jupyter enterprisegateway`` from the venv of ``python`` (Enterprise Gateway 3.3
+    needs jupyter_client < 7 and jupyter_server < 2: it cannot share lmc's venv), its kernels
+    ipykernel from that venv; ``unauthorized`` is a KERNEL_USERNAME it refuses."""
+    port = free_port()
+    command = [
+        python,
+        "-m",
+        "enterprise_gateway",
+        "--EnterpriseGatewayApp.ip=127.0.0.1",
+        f"--EnterpriseGatewayApp.port={port}",
+        "--EnterpriseGatewayApp.port_retries=0",
+        f"--EnterpriseGatewayApp.auth_token={token}",
+        "--EnterpriseGatewayApp.list_kernels=True",
+        f"--EnterpriseGatewayApp.unauthorized_users={unauthorized}",
+        "--KernelSpecManager.ensure_native_kernel=False",
+        "--KernelSpecManager.whitelist=python3",
+    ]
+    gateway = _start(tmp, command, port, token, python)
+    gateway.kind = "enterprise"
+    return gateway
+
+
+def _start(tmp: Path, command: list[str], port: int, token: str, python: str) -> KernelGateway:
+    data_dir = _python_only_kernels(tmp / "jupyter-data", python)
+    env = {
+        **os.environ,
+        "JUPYTER_DATA_DIR": str(data_dir),
+        "JUPYTER_PATH": str(data_dir),
+        "JUPYTER_CONFIG_DIR": str(tmp / "jupyter-config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "jupyter-runtime"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+    env.pop("PYTEST_CURRENT_TEST", None)
+    log = tmp / "kernel-gateway.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
             command,
@@ -140,3 +176,30 @@ def start_kernel_gateway(tmp: Path, *, token: str = TOKEN) -> KernelGateway:
             gateway.stop()
             raise RuntimeError(f"the kernel gateway did not answer: {log.read_text()[-2000:]}")
         time.sleep(0.1)
+
+
+#: The Enterprise Gateway tested, in a venv of its own (cached between test sessions).
+ENTERPRISE_GATEWAY = "jupyter_enterprise_gateway==3.3.0"
+
+
+def enterprise_gateway_python() -> str:
+    """The interpreter of a venv holding Enterprise Gateway 3.3 and ipykernel.
+
+    ``LMC_TEST_ENTERPRISE_GATEWAY_PYTHON`` names one; otherwise it is built once with pip
+    (from the package registry) under ``~/.cache/lmc-tests`` and reused.
+    """
+    given = os.environ.get("LMC_TEST_ENTERPRISE_GATEWAY_PYTHON")
+    if given:
+        return given
+    venv = Path.home() / ".cache" / "lmc-tests" / "enterprise-gateway-3.3.0"
+    python = venv / "bin" / "python"
+    done = venv / ".installed"
+    if not done.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", ENTERPRISE_GATEWAY, "ipykernel"],
+            check=True,
+            timeout=900,
+        )
+        done.touch()
+    return str(python)
