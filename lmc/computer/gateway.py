@@ -180,8 +180,7 @@ class GatewayClient:
             return None
         if status >= 400:
             raise ComputerError(
-                f"the kernel gateway at {url} answered {method} {path} with HTTP {status}"
-                f"{reason}"
+                f"the kernel gateway at {url} answered {method} {path} with HTTP {status}{reason}"
             )
         if status == 204 or not response.content:
             return None

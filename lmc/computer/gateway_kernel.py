@@ -55,6 +55,8 @@ _HANDSHAKE_RESEND: Final = 2.0
 _MAX_MESSAGE: Final = 64 * 1024 * 1024
 #: Seconds a DELETE at shutdown may take (a gateway that went away must not hold lmc's exit).
 _DELETE_TIMEOUT: Final = 5.0
+#: Seconds a shutdown waits for a start still in flight (which then deletes its kernel).
+_START_JOIN: Final = 10.0
 
 _INSTALL_TRACKER: Final = """\
 def _lmc_install_active_line(source):
@@ -175,8 +177,11 @@ class GatewayKernel:
                 self._client.delete(kernel_id, timeout=_DELETE_TIMEOUT)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(self.config.start_timeout)  # a start in flight deletes its own kernel
-        self._client.close()
+            # A start in flight deletes its own kernel once the gateway answers; lmc's exit
+            # waits for that only so long.
+            thread.join(_START_JOIN)
+        if thread is None or not thread.is_alive():
+            self._client.close()
 
     # -- start-up (background thread) -------------------------------------------------------
 
@@ -196,6 +201,9 @@ class GatewayKernel:
             )
             self._error.__cause__ = exc
         finally:
+            if self._closed:  # shut down meanwhile: close what the start opened since
+                with contextlib.suppress(Exception):
+                    self._stack.close()
             self._ready.set()
 
     def _launch(self) -> None:

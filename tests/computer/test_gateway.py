@@ -11,6 +11,9 @@ it runs from a venv of its own (:func:`support.kernel_gateway.enterprise_gateway
 from __future__ import annotations
 
 import base64
+import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +64,22 @@ def remote(gateway: KernelGateway) -> Iterator[Computer]:
     with Computer(gateway=_config(gateway), sandbox="off") as computer:
         yield computer
     assert gateway.wait_for_kernels(0) == []
+
+
+def wait_until_pid_gone(pid: int, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
 
 
 def _run_until(computer: Computer, code: str, marker: str, then: object) -> list[dict[str, object]]:
@@ -133,6 +152,20 @@ def test_a_kernel_that_dies_is_reported_in_one_line_and_replaced(
     assert text == "False\n"
     [after] = gateway.wait_for_kernels(1)
     assert after["id"] != before["id"]  # the dead one was deleted, a fresh one runs
+
+
+def test_a_kernel_killed_between_runs_is_noticed_and_replaced(
+    remote: Computer, gateway: KernelGateway
+) -> None:
+    pid = int(output_of(collect(remote, "python", "import os\nforgotten = 1\nos.getpid()")))
+    os.kill(pid, signal.SIGKILL)  # from outside, while lmc is not reading
+    assert wait_until_pid_gone(pid)
+    text = output_of(collect(remote, "python", "print('forgotten' in globals())"))
+    # Whether lmc hears of the death before sending the run or during it, it says so in one
+    # line, and the code runs (again) on a fresh kernel.
+    assert f"the kernel gateway at {gateway.url} had to restart it" in text
+    assert "earlier variables and imports are gone" in text
+    assert output_of(collect(remote, "python", "print('forgotten' in globals())")) == "False\n"
 
 
 def test_kernel_username_and_kernel_variables_reach_the_kernel(gateway: KernelGateway) -> None:
