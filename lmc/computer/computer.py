@@ -134,13 +134,17 @@ class Computer:
     def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
         """Change the sandbox (and/or its network); running kernels are shut down so the
         next run starts contained the new way. Returns the languages whose state was lost;
-        the next run's output starts by telling the model so."""
+        the next run's output starts by telling the model so. Kernels on a gateway are
+        contained by the gateway, not this sandbox: they keep running."""
         policy, _ = resolve_policy(
             mode if mode is not None else self.sandbox.mode,
             network=self.sandbox.network if network is None else network,
             workdir=self.sandbox.workdir,
             hide=self._hide,
         )
+        if self.gateway is not None:
+            self.sandbox = policy
+            return []
         with self._lock:
             self.sandbox = policy
             lost = [name for name, s in self._sessions.items() if s.started_at is not None]

@@ -133,6 +133,12 @@ def test_interrupt_goes_through_the_gateway_and_keeps_the_kernel(remote: Compute
     assert output_of(collect(remote, "python", "print(kept)")) == "still here\n"
 
 
+def test_changing_the_local_sandbox_leaves_remote_kernels_running(remote: Computer) -> None:
+    collect(remote, "python", "kept = 2")
+    assert remote.set_sandbox("off") == []  # local kernels would restart
+    assert output_of(collect(remote, "python", "print(kept)")) == "2\n"
+
+
 def test_a_run_past_its_timeout_is_interrupted(remote: Computer) -> None:
     chunks = collect(remote, "python", "import time\ntime.sleep(60)", timeout=1)
     text = output_of(chunks)
