@@ -144,6 +144,11 @@ class GatewayClient:
             raise self._not_a_gateway("/api/kernels", "no kernel id in its answer")
         return kernel_id
 
+    def kernel(self, kernel_id: str) -> dict[str, Any] | None:
+        """The gateway's model of one kernel (``execution_state`` ...); None once gone."""
+        answer = self._json("GET", f"/api/kernels/{kernel_id}", missing_ok=True)
+        return answer if isinstance(answer, dict) else None
+
     def interrupt(self, kernel_id: str) -> None:
         self._json("POST", f"/api/kernels/{kernel_id}/interrupt")
 

@@ -57,6 +57,8 @@ _MAX_MESSAGE: Final = 64 * 1024 * 1024
 _DELETE_TIMEOUT: Final = 5.0
 #: Seconds a shutdown waits for a start still in flight (which then deletes its kernel).
 _START_JOIN: Final = 10.0
+#: While the websocket opens, how often to ask the gateway whether the kernel still exists.
+_WATCH_INTERVAL: Final = 1.0
 
 _INSTALL_TRACKER: Final = """\
 def _lmc_install_active_line(source):
@@ -158,7 +160,9 @@ class GatewayKernel:
         self._interrupted_at = time.monotonic()
 
         def send() -> None:
-            with contextlib.suppress(ComputerError):  # a gone gateway shows in the run
+            # A gone gateway shows in the run; a client closed by shutdown meanwhile raises
+            # httpx's RuntimeError: the kernel is being deleted anyway.
+            with contextlib.suppress(ComputerError, RuntimeError):
                 self._client.interrupt(kernel_id)
 
         threading.Thread(target=send, name="lmc-gateway-interrupt", daemon=True).start()
@@ -194,6 +198,8 @@ class GatewayKernel:
             self.ready_at = time.monotonic()
         except ComputerError as exc:
             self._error = exc
+        except _Lost:
+            self._error = self._start_lost()
         except Exception as exc:  # a bug or a foreign error: report it where the caller waits
             self._error = ComputerError(
                 f"the {self.language} kernel on the kernel gateway at {self.config.url} "
@@ -220,19 +226,41 @@ class GatewayKernel:
         from websockets.sync.client import connect
 
         url = f"{self.config.websocket_url}/api/kernels/{kernel_id}/channels"
-        try:
-            self._socket = self._stack.enter_context(
-                connect(
-                    f"{url}?session_id={self._session_id}",
-                    additional_headers=self.config.headers,
-                    open_timeout=self.config.start_timeout,
-                    max_size=_MAX_MESSAGE,
+        opened: dict[str, Any] = {}
+
+        def open_channels() -> None:
+            try:
+                opened["socket"] = self._stack.enter_context(
+                    connect(
+                        f"{url}?session_id={self._session_id}",
+                        additional_headers=self.config.headers,
+                        open_timeout=self.config.start_timeout,
+                        max_size=_MAX_MESSAGE,
+                    )
                 )
-            )
-        except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            except Exception as exc:
+                opened["error"] = exc
+
+        # The gateway answers the websocket only once the kernel answers (or after its own
+        # kernel_info timeout, a minute): meanwhile, ask it whether the kernel still exists.
+        opener = threading.Thread(target=open_channels, name="lmc-gateway-open", daemon=True)
+        opener.start()
+        opener.join(_WATCH_INTERVAL)
+        while opener.is_alive():
+            if self._closed:
+                raise ComputerError(f"the {self.language} kernel was shut down while starting")
+            if self._client.kernel(kernel_id) is None:
+                raise _Lost  # the gateway gave up on it (its kernel kept dying)
+            opener.join(_WATCH_INTERVAL)
+        error = opened.get("error")
+        if isinstance(error, InvalidHandshake | InvalidURI | OSError | TimeoutError):
             raise ComputerError(
-                f"cannot open the kernel channels on the kernel gateway at {self.config.url}: {exc}"
-            ) from exc
+                f"cannot open the kernel channels on the kernel gateway at {self.config.url}: "
+                f"{error}"
+            ) from error
+        if error is not None:
+            raise error
+        self._socket = opened["socket"]
 
     def _handshake(self) -> None:
         """kernel_info until it is answered (the gateway queues it while the kernel starts)."""
@@ -251,7 +279,12 @@ class GatewayKernel:
             if now >= resend_at:
                 sent.add(self._send("shell", "kernel_info_request", {}))
                 resend_at = now + _HANDSHAKE_RESEND
-            message = self._receive_or_fail(min(deadline, resend_at) - now)
+            message = self._receive(min(deadline, resend_at) - now)
+            if self._died is not None:  # its process ended before it answered
+                raise ComputerError(
+                    f"the {self.language} kernel on the kernel gateway at {self.config.url} "
+                    f"failed to start: {self._died}"
+                )
             if message is None:
                 continue
             if message["header"].get("msg_type") == "kernel_info_reply" and (
@@ -266,7 +299,7 @@ class GatewayKernel:
         deadline = time.monotonic() + self.config.start_timeout
         replied = idle = False
         while not (replied and idle) and time.monotonic() < deadline:
-            message = self._receive_or_fail(deadline - time.monotonic())
+            message = self._receive(deadline - time.monotonic())
             if message is None or message["parent_header"].get("msg_id") != msg_id:
                 continue
             msg_type = message["header"].get("msg_type")
@@ -275,14 +308,19 @@ class GatewayKernel:
                 msg_type == "status" and message["content"].get("execution_state") == "idle"
             )
 
-    def _receive_or_fail(self, wait: float) -> dict[str, Any] | None:
+    def _start_lost(self) -> ComputerError:
+        """The kernel went away while it started: say what the gateway says of it."""
+        where = f"the {self.language} kernel on the kernel gateway at {self.config.url}"
+        kernel_id = self.kernel_id
         try:
-            return self._receive(wait)
-        except _Lost as exc:
-            raise ComputerError(
-                f"the kernel gateway at {self.config.url} closed the {self.language} kernel's "
-                "channels while it started"
-            ) from exc
+            model = None if kernel_id is None else self._client.kernel(kernel_id)
+        except ComputerError as exc:
+            return ComputerError(f"{where} did not start: {exc}")
+        state = "gone" if model is None else f"{model.get('execution_state', 'unknown')!s}"
+        return ComputerError(
+            f"{where} did not start (the gateway says the kernel is {state}; is its "
+            f"kernelspec {self.kernel_name!r} broken there?)"
+        )
 
     # -- running code -----------------------------------------------------------------------
 
@@ -296,7 +334,13 @@ class GatewayKernel:
         if self._died is not None:
             yield KernelDied(None, reason=self._died)
             return
-        msg_id = self._send_execute(code, silent=False)
+        try:
+            msg_id = self._send_execute(code, silent=False)
+        except _Lost:
+            if self._closed:
+                raise ComputerError(f"the {self.language} kernel was shut down") from None
+            yield KernelDied(None, reason=self._died)
+            return
         self._interrupted_at = None
         deadline = None if timeout is None else time.monotonic() + timeout
         timed_out = replied = idle = False
@@ -359,7 +403,8 @@ class GatewayKernel:
             if msg_type != "input_request":
                 return None
             # No keyboard: the answer is an empty line, and the consumer is told.
-            self._send("stdin", "input_reply", {"value": ""}, parent=message["header"])
+            with contextlib.suppress(_Lost):  # the next receive says so
+                self._send("stdin", "input_reply", {"value": ""}, parent=message["header"])
             return message
         if msg_type == "status":
             return "idle" if message["content"].get("execution_state") == "idle" else None
@@ -409,7 +454,7 @@ class GatewayKernel:
             self._socket.send(json.dumps(message))
         except ConnectionClosed as exc:
             self._lost()
-            raise ComputerError(self._died or "the kernel gateway went away") from exc
+            raise _Lost from exc
         return msg_id
 
     def _receive(self, wait: float) -> dict[str, Any] | None:

@@ -209,7 +209,7 @@ def test_a_language_the_gateway_has_no_kernel_for_is_one_line(remote: Computer) 
 
 
 def test_check_names_the_token_the_url_or_the_kernelspec(gateway: KernelGateway) -> None:
-    assert check_gateway(_config(gateway)) == {"python3": "python"}
+    assert check_gateway(_config(gateway)) == {"python3": "python", "broken": "python"}
     with pytest.raises(ComputerError, match=r"refused the token \(HTTP 40[13]\)"):
         check_gateway(_config(gateway, token="wrong"))
     with pytest.raises(ComputerError, match=r"wants a token .*LMC_KERNEL_GATEWAY_TOKEN"):
@@ -241,3 +241,14 @@ def test_a_gateway_that_goes_away_is_reported_and_the_session_goes_on(
             assert any(c.get("format") == "html" for c in html)
     finally:
         own.stop()
+
+
+def test_a_kernelspec_whose_kernel_cannot_start_is_one_line(gateway: KernelGateway) -> None:
+    config = _config(gateway, kernels={"python": "broken"})  # its kernel exits at once
+    with Computer(gateway=config, sandbox="off") as computer:
+        text = output_of(collect(computer, "python", "print(1)"))
+    assert text == (
+        f"the python kernel on the kernel gateway at {gateway.url} did not start (the gateway "
+        "says the kernel is gone; is its kernelspec 'broken' broken there?)\n"
+    )
+    assert gateway.wait_for_kernels(0) == []

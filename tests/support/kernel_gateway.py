@@ -2,10 +2,12 @@
 
 ``start_kernel_gateway(tmp)`` runs ``jupyter kernelgateway`` from lmc's own venv on a free
 port with a token and ``list_kernels`` on (so a test can check ``GET /api/kernels`` from
-outside), its Jupyter dirs under ``tmp`` and only a stock ``python3`` kernelspec (ipykernel,
-from the same venv). The gateway and its kernels share a new process group, which
-:meth:`KernelGateway.stop` kills; :meth:`KernelGateway.kill` kills the gateway alone (a
-gateway that goes away mid-session) and ``stop`` still ends its kernels.
+outside), its Jupyter dirs under ``tmp`` and two kernelspecs: a stock ``python3`` (ipykernel
+from the same venv) and ``broken`` (a kernel that exits at once). ``start_enterprise_gateway``
+does the same with Enterprise Gateway 3.3 from a venv of its own. The gateway and its
+kernels share a new process group, which :meth:`KernelGateway.stop` kills;
+:meth:`KernelGateway.kill` kills the gateway alone (a gateway that goes away mid-session)
+and ``stop`` still ends its kernels.
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ class KernelGateway:
 
 
 def _python_only_kernels(data_dir: Path, python: str = sys.executable) -> Path:
-    """A kernels dir holding one ``python3`` spec: ipykernel on ``python``."""
+    """A kernels dir holding a ``python3`` spec (ipykernel on ``python``) and a
+    ``broken`` one whose kernel exits at once."""
     spec_dir = data_dir / "kernels" / "python3"
     spec_dir.mkdir(parents=True)
     spec = {
@@ -93,6 +96,12 @@ def _python_only_kernels(data_dir: Path, python: str = sys.executable) -> Path:
         "interrupt_mode": "signal",
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    broken = data_dir / "kernels" / "broken"  # a kernel that exits at once
+    broken.mkdir()
+    argv = [python, "-c", "import sys; sys.exit(3)", "{connection_file}"]
+    (broken / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "Broken", "language": "python"})
+    )
     return data_dir
 
 
@@ -111,6 +120,7 @@ def start_kernel_gateway(tmp: Path, *, token: str = TOKEN) -> KernelGateway:
         # Only our python3, not the system's kernelspecs.
         "--KernelSpecManager.ensure_native_kernel=False",
         "--KernelSpecManager.allowed_kernelspecs=python3",
+        "--KernelSpecManager.allowed_kernelspecs=broken",
     ]
     return _start(tmp, command, port, token, sys.executable)
 
@@ -134,6 +144,7 @@ def start_enterprise_gateway(
         f"--EnterpriseGatewayApp.unauthorized_users={unauthorized}",
         "--KernelSpecManager.ensure_native_kernel=False",
         "--KernelSpecManager.whitelist=python3",
+        "--KernelSpecManager.whitelist=broken",
     ]
     gateway = _start(tmp, command, port, token, python)
     gateway.kind = "enterprise"
