@@ -169,11 +169,11 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
 def gateway_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """(name, good, detail) for the kernel gateway: does it answer and take the token, and
     which of lmc's languages it serves (through the kernelspecs they are mapped to)."""
-    from lmc.cli.session import gateway_for
-    from lmc.computer.gateway import GatewayClient
+    from lmc.computer.gateway import GatewayClient, gateway_config
 
     try:
-        config = gateway_for(settings)
+        config = gateway_config(settings)
+        assert config is not None
         client = GatewayClient(config)
     except LmcError as exc:
         return [("gateway", False, str(exc))]
@@ -257,6 +257,13 @@ def doctor(options: SharedOptions) -> int:
             count = len(status.tools)
             tools = f"{count} tool{'s' if count != 1 else ''}"
             line(status.config.name, status.started, tools if status.started else str(status.error))
+    from lmc.browser.check import browser_lines
+
+    for name, good, detail in browser_lines(
+        settings.browser, settings.browser_url, settings.browser_allow_private
+    ):
+        line(name, good, detail)
+        failures += not good
     out.write("voice\n")
     for name, good, detail in _voice_lines(settings.stt_model):
         line(name, good, detail)

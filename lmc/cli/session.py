@@ -6,6 +6,7 @@ stderr, with the traceback only under ``--verbose``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import traceback
@@ -29,7 +30,6 @@ __all__ = [
     "Session",
     "Turn",
     "check_kernel_gateway",
-    "gateway_for",
     "make_interpreter",
     "make_output",
     "open_session",
@@ -212,32 +212,14 @@ def sandbox_for(settings: Settings) -> Any:
     return policy
 
 
-def gateway_for(settings: Settings) -> Any:
-    """The kernel gateway ``settings`` name (a :class:`lmc.computer.gateway.GatewayConfig`),
-    or None to run kernels here."""
-    if not settings.kernel_gateway:
-        return None
-    from lmc.computer.gateway import DEFAULT_KERNELS, GatewayConfig
-
-    extra: dict[str, Any] = {}
-    if settings.kernel_gateway_username:
-        extra["username"] = settings.kernel_gateway_username
-    return GatewayConfig(
-        settings.kernel_gateway,
-        token=settings.kernel_gateway_token,
-        kernels={**DEFAULT_KERNELS, **settings.kernel_gateway_kernels},
-        env=settings.kernel_gateway_env,
-        **extra,
-    )
-
-
 def check_kernel_gateway(settings: Settings) -> None:
     """Raise :class:`~lmc.errors.ComputerError` (one line naming the URL or the token) when
     the kernel gateway ``settings`` name cannot run python: before the model is asked."""
-    gateway = gateway_for(settings)
-    if gateway is not None:
-        from lmc.computer.gateway import check_gateway
+    if settings.kernel_gateway:
+        from lmc.computer.gateway import check_gateway, gateway_config
 
+        gateway = gateway_config(settings)
+        assert gateway is not None
         check_gateway(gateway)
 
 
@@ -249,35 +231,16 @@ def make_interpreter(
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
-
-    return Interpreter(
-        model=settings.model,
-        api_base=settings.api_base,
-        replay=settings.replay,
+    chosen = dataclasses.replace(
+        settings,
         # The terminal's Confirmer holds the run-without-asking policy (-y, "a", %auto_run),
         # so the Interpreter always asks it.
         auto_run=False,
-        reasoning=settings.reasoning,
-        context_size=settings.context_size,
-        max_tokens=settings.max_tokens,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
-        seed=settings.seed,
-        gpu_layers=settings.gpu_layers,
-        max_steps=settings.max_steps,
-        conversation_id=conversation_id,
-        db_path=settings.db_path,
-        instructions=settings.instructions,
-        verbose=settings.verbose,
-        mcp_servers=settings.mcp_servers,
         sandbox=policy.mode,
         network=policy.network,
-        workdir=policy.workdir,
-        sandbox_hide=settings.sandbox_hide,
-        stt_model=settings.stt_model,
-        backend=backend,
-        kernel_gateway=gateway_for(settings),
+        workdir=str(policy.workdir),
     )
+    return Interpreter(chosen, conversation_id=conversation_id, backend=backend)
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,19 @@ import getpass
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from lmc.errors import ComputerError
+
+if TYPE_CHECKING:
+    from lmc.settings import Settings
 
 __all__ = [
     "DEFAULT_KERNELS",
     "GatewayClient",
     "GatewayConfig",
     "check_gateway",
+    "gateway_config",
     "require_websockets",
 ]
 
@@ -98,6 +102,23 @@ class GatewayConfig:
         from lmc.computer.kernel import KERNEL_ENV
 
         return {**KERNEL_ENV, "KERNEL_USERNAME": self.username, **self.env}
+
+
+def gateway_config(settings: Settings) -> GatewayConfig | None:
+    """The gateway ``settings`` name (``kernel_gateway`` and its companions), or None to run
+    kernels on this machine."""
+    if not settings.kernel_gateway:
+        return None
+    extra: dict[str, Any] = {}
+    if settings.kernel_gateway_username:
+        extra["username"] = settings.kernel_gateway_username
+    return GatewayConfig(
+        settings.kernel_gateway,
+        token=settings.kernel_gateway_token,
+        kernels={**DEFAULT_KERNELS, **settings.kernel_gateway_kernels},
+        env=dict(settings.kernel_gateway_env),
+        **extra,
+    )
 
 
 class GatewayClient:
