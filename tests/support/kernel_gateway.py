@@ -20,11 +20,12 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from support.processes import descendants, wait_gone
 
 __all__ = [
     "KernelGateway",
@@ -50,6 +51,8 @@ class KernelGateway:
     token: str
     log: Path
     kind: str = "kernel"  # or "enterprise"
+    #: Kernels of a gateway killed alone (no longer its descendants), for :meth:`stop`.
+    orphans: set[int] = field(default_factory=set)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -73,15 +76,23 @@ class KernelGateway:
 
     def kill(self) -> None:
         """SIGKILL the gateway process alone (its kernels live on until :meth:`stop`)."""
+        self.orphans |= descendants(self.process.pid)
         self.process.kill()
         self.process.wait(10)
 
     def stop(self) -> None:
-        """End the gateway and every kernel it started."""
+        """End the gateway and every kernel it started (kernels have sessions of their own:
+        killing the gateway's process group does not reach them)."""
+        pids = self.orphans | descendants(self.process.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(10)
+        left = wait_gone(pids, 10)
+        assert not left, f"kernels of the gateway survived it: {sorted(left)}"
 
 
 def _python_only_kernels(data_dir: Path, python: str = sys.executable) -> Path:
