@@ -8,7 +8,7 @@ Starts a real ``jupyter kernelgateway`` (from this venv, loopback, a token) and 
 start      the first run on a cold kernel (start-up + the run; for the gateway also its REST
            start, the websocket, and installing lmc's active-line tracker)
 roundtrip  ``print(1)`` on the warm kernel, from ``run()`` to the console end flag, median
-           and 90th percentile of RUNS (default 100)
+           and 90th percentile of RUNS (default 100), local and gateway runs interleaved
 
 and prints the gateway's figures as ratios of the local ones. Loopback only: a real network
 adds its round-trip time to every run.
@@ -96,13 +96,23 @@ def _timed(computer: Computer, code: str) -> float:
     return elapsed
 
 
-def _measure(computer: Computer, runs: int) -> tuple[float, float, float]:
-    """(first run on a cold kernel, median, p90 of warm runs), in seconds."""
-    first = _timed(computer, "print(1)")
+def _measure(local: Computer, remote: Computer, runs: int) -> list[tuple[float, float, float]]:
+    """For each: (first run on a cold kernel, median, p90 of warm runs), in seconds; the
+    warm runs interleaved, so that a busy machine weighs on both alike."""
+    computers = (local, remote)
+    firsts = [_timed(computer, "print(1)") for computer in computers]
     for _ in range(5):
-        _timed(computer, "print(1)")
-    samples = sorted(_timed(computer, "print(1)") for _ in range(runs))
-    return first, statistics.median(samples), samples[int(0.9 * (runs - 1))]
+        for computer in computers:
+            _timed(computer, "print(1)")
+    samples: list[list[float]] = [[], []]
+    for _ in range(runs):
+        for index, computer in enumerate(computers):
+            samples[index].append(_timed(computer, "print(1)"))
+    figures = []
+    for first, taken in zip(firsts, samples, strict=True):
+        taken.sort()
+        figures.append((first, statistics.median(taken), taken[int(0.9 * (runs - 1))]))
+    return figures
 
 
 def main() -> None:
@@ -110,10 +120,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="lmc-bench-gateway-") as tmp:
         process, url = _start_gateway(Path(tmp))
         try:
-            with Computer(sandbox="off") as local:
-                here = _measure(local, runs)
-            with Computer(gateway=GatewayConfig(url, token=TOKEN), sandbox="off") as remote:
-                there = _measure(remote, runs)
+            gateway = GatewayConfig(url, token=TOKEN)
+            with Computer(sandbox="off") as local, Computer(gateway=gateway) as remote:
+                here, there = _measure(local, remote, runs)
         finally:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
