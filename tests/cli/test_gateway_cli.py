@@ -209,6 +209,20 @@ def test_a_gateway_killed_mid_session_is_reported_and_the_session_goes_on(
     assert answer == "Carried on."
 
 
+def test_serve_with_an_unreachable_gateway_is_one_line_before_it_listens(
+    lmc_env: dict[str, str], tiny_model: Path
+) -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    server = Serving(lmc_env, "--port", "0", "-m", str(tiny_model), "--kernel-gateway", nowhere)
+    try:
+        assert server.process.wait(timeout=WAIT) == 1
+    finally:
+        server.stop()
+    errors = server.process.stderr.read()  # type: ignore[union-attr]
+    [line] = errors.splitlines()
+    assert line.startswith(f"lmc: error: cannot reach the kernel gateway at {nowhere}")
+
+
 def test_doctor_checks_the_gateway_the_token_and_the_languages(
     lmc_env: dict[str, str], gateway: KernelGateway
 ) -> None:

@@ -139,6 +139,24 @@ def test_changing_the_local_sandbox_leaves_remote_kernels_running(remote: Comput
     assert output_of(collect(remote, "python", "print(kept)")) == "2\n"
 
 
+def test_code_that_ignores_the_interrupt_gets_a_fresh_kernel(
+    remote: Computer, gateway: KernelGateway
+) -> None:
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "print('deaf', flush=True)\n"
+        "time.sleep(120)"
+    )
+    collect(remote, "python", "1")
+    [before] = gateway.kernels()
+    chunks = _run_until(remote, code, "deaf", remote.interrupt)
+    assert "so the python kernel was restarted; earlier variables" in output_of(chunks)
+    assert output_of(collect(remote, "python", "print('fresh')")) == "fresh\n"
+    [after] = gateway.wait_for_kernels(1)  # the deaf one was deleted
+    assert after["id"] != before["id"]
+
+
 def test_a_run_past_its_timeout_is_interrupted(remote: Computer) -> None:
     chunks = collect(remote, "python", "import time\ntime.sleep(60)", timeout=1)
     text = output_of(chunks)
