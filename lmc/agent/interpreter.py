@@ -104,11 +104,15 @@ class Interpreter:
             "network": s.network,
             "workdir": s.workdir,
             "hide": s.sandbox_hide,
+            "sandbox_env": s.sandbox_env,
+            "sandbox_writable": s.sandbox_writable,
+            "sandbox_limits": _limits(s),
         }
         if s.sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy
 
-            resolve_policy(s.sandbox, network=s.network, workdir=s.workdir)  # fail now
+            # Fail now, not at the first block: a mode this machine lacks, a bad hide entry.
+            resolve_policy(s.sandbox, network=s.network, workdir=s.workdir, hide=s.sandbox_hide)
         self._backend = backend
         self._owns_backend = backend is None
         self._computer = computer
@@ -528,3 +532,13 @@ def _browser_tools(
 
     backend = make_backend(browser, url, allow_private=allow_private)
     return BrowserTools(Browser(backend, count_tokens=count_tokens))
+
+
+def _limits(s: Settings) -> Any:
+    """The sandbox's limits when the config changes any (None: the sandbox's defaults)."""
+    sizes = (s.sandbox_processes, s.sandbox_memory, s.sandbox_tmp_size, s.sandbox_shm_size)
+    if all(value is None for value in sizes):
+        return None
+    from lmc.computer.sandbox import Limits
+
+    return Limits.chosen(*sizes)

@@ -151,6 +151,10 @@ class GatewayKernel:
     def death(self) -> str:
         return self._died or "it stopped answering"
 
+    def out_of_memory(self) -> bool:
+        """Never lmc's sandbox's doing: the gateway's deployment sets a remote kernel's limits."""
+        return False
+
     def interrupt(self) -> None:
         """Ask the gateway to interrupt the kernel (its interrupt endpoint, in a thread: this
         may run in a signal handler)."""
