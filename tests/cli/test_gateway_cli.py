@@ -273,6 +273,7 @@ def test_serve_gives_each_connection_its_own_remote_kernels(
             assert _output(_ask(one, token, "set who")) == "first\n"
             assert _output(_ask(two, token, "is who set?")) == "False\n"
             assert len(gateway.kernels()) == 2  # one per connection, on the gateway
+        assert gateway.wait_for_kernels(0) == []  # deleted as each connection closed
     finally:
         assert server.stop() == 0
     assert gateway.wait_for_kernels(0) == []
