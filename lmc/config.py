@@ -82,6 +82,12 @@ class Settings:
     workdir: str | None = None
     #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
     stt_model: str | None = None
+    # -- servers (issue 17; to move into lmc/settings.py's table) -------------------------
+    #: How to talk to api_base: auto, completions (raw Harmony), chat, responses.
+    api_style: str = "auto"
+    #: The variable holding the API key, read after LMC_API_KEY (the key itself is never
+    #: stored in the config file).
+    api_key_env: str = "OPENAI_API_KEY"
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -158,6 +164,14 @@ def _as_sandbox_mode(key: str, value: object) -> str:
         raise ConfigError(f"{key}: {exc}") from None
 
 
+def _as_api_style(key: str, value: object) -> str:
+    from lmc.backends.detect import API_STYLES
+
+    if isinstance(value, str) and value.strip().lower() in API_STYLES:
+        return value.strip().lower()
+    raise ConfigError(f"{key} must be one of {', '.join(API_STYLES)}, not {value!r}")
+
+
 def _as_paths(key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(part for part in value.split(os.pathsep) if part)
@@ -212,6 +226,9 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "sandbox_hide": _as_paths,
     "workdir": _optional(_as_str),
     "stt_model": _optional(_as_str),
+    # servers (issue 17)
+    "api_style": _as_api_style,
+    "api_key_env": _as_str,
 }
 
 KEYS: Final = tuple(_CONVERTERS)

@@ -27,7 +27,12 @@ from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
 from lmc.agent.storage import ConversationStore
-from lmc.agent.tools import argument_schemas, developer_message, system_message
+from lmc.agent.tools import (
+    argument_schemas,
+    developer_message,
+    function_specs,
+    system_message,
+)
 from lmc.backends.base import Backend, BackendConfig, SamplingSettings
 from lmc.errors import ConfigError, HarmonyError, LmcError
 from lmc.messages import Chunk, Message, validate_message
@@ -55,6 +60,9 @@ class Interpreter:
     table as in config.toml: ``{"command": ..., "args": [...]}`` or ``{"url": ...}``); their
     tools are offered to the model as ``functions.NAME__TOOL`` and confirmed like code (the
     block is ``{"type": "tool_call", "format": "NAME.TOOL", "content": ARGUMENTS_JSON}``).
+    ``api_base`` (a server's root or /v1 URL) is reached in ``api_style`` ("auto",
+    "completions", "chat", "responses"; see :mod:`lmc.backends.detect`) with ``api_key``, else
+    ``$LMC_API_KEY``, else the variable ``api_key_env`` names.
     ``sandbox`` (``"workspace"``, ``"read-only"``, ``"off"``; None: workspace where a sandbox
     works), ``network`` and ``workdir`` say how the code is contained (see
     :class:`lmc.Computer`); :meth:`set_sandbox` changes them during a conversation.
@@ -89,6 +97,9 @@ class Interpreter:
         workdir: str | Path | None = None,
         sandbox_hide: tuple[str, ...] | list[str] = (),
         stt_model: str | None = None,
+        api_style: str = "auto",
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
     ) -> None:
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
@@ -114,6 +125,9 @@ class Interpreter:
             gpu_layers=gpu_layers,
             seed=seed,
             verbose=verbose,  # the backend's own logs (llama.cpp's) on stderr
+            api_style=api_style,
+            api_key=api_key,
+            api_key_env=api_key_env,
         )
         self._sandbox: dict[str, Any] = {
             "sandbox": sandbox,
@@ -317,6 +331,8 @@ class Interpreter:
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
             # Function arguments are sampled under a grammar from these schemas (llama.cpp).
             self._loop.settings.sampling.argument_schemas = argument_schemas(messages)
+            # Servers that template the conversation themselves get the tools as functions.
+            self._loop.settings.sampling.functions = function_specs(messages)
         return self._prefix_cache[1]
 
     # -- chatting -----------------------------------------------------------------------------

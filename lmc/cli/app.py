@@ -18,6 +18,7 @@ from lmc.cli.harmony_commands import harmony_app
 from lmc.cli.mcp_commands import mcp_app
 from lmc.cli.options import (
     ApiBaseOpt,
+    ApiStyleOpt,
     ContextOpt,
     GpuLayersOpt,
     JsonOpt,
@@ -131,6 +132,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     network: NetworkOpt = None,
     workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
+    api_style: ApiStyleOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
@@ -160,6 +162,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         network=network,
         workdir=workdir,
         stt_model=stt_model,
+        api_style=api_style,
     )
     if ctx.invoked_subcommand is not None:
         ctx.obj = options
@@ -207,6 +210,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     network: NetworkOpt = None,
     workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
+    api_style: ApiStyleOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
     options = _shared(
@@ -234,6 +238,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             network=network,
             workdir=workdir,
             stt_model=stt_model,
+            api_style=api_style,
         ),
     )
     from lmc.cli.oneshot import run_once
@@ -373,6 +378,7 @@ def models_command() -> None:
 def doctor_command(  # noqa: PLR0917 - typer reads the options from the signature
     model: ModelOpt = None,
     api_base: ApiBaseOpt = None,
+    api_style: ApiStyleOpt = None,
     profile: ProfileOpt = None,
     sandbox: SandboxOpt = None,
     network: NetworkOpt = None,
@@ -385,6 +391,7 @@ def doctor_command(  # noqa: PLR0917 - typer reads the options from the signatur
     options = SharedOptions(
         model=model,
         api_base=api_base,
+        api_style=api_style,
         profile=profile,
         sandbox=sandbox.value if sandbox else None,
         network=network,

@@ -53,6 +53,18 @@ ApiBaseOpt = Annotated[
         show_default=False,
     ),
 ]
+# -- servers (issue 17; to move into lmc/settings.py's table) -----------------------------
+ApiStyleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-style",
+        metavar="STYLE",
+        help="How to talk to --api-base: auto, completions (raw Harmony), chat, responses "
+        "[default: auto].",
+        rich_help_panel=_MODEL,
+        show_default=False,
+    ),
+]
 ReplayOpt = Annotated[
     str | None,
     typer.Option(
@@ -266,6 +278,7 @@ class SharedOptions:
     network: bool | None = None
     workdir: str | None = None
     stt_model: str | None = None
+    api_style: str | None = None
 
     def flags(self) -> dict[str, object]:
         """The settings these flags set, for :func:`lmc.config.load_settings`."""
@@ -289,4 +302,5 @@ class SharedOptions:
             "network": self.network,
             "workdir": self.workdir,
             "stt_model": self.stt_model,
+            "api_style": self.api_style,
         }

@@ -210,6 +210,26 @@ def sandbox_for(settings: Settings) -> Any:
     return policy
 
 
+def warn_cpu_only_once() -> None:
+    """At the first start on a machine with a GPU that llama.cpp cannot use, say so once
+    (``lmc doctor`` says it every time)."""
+    from lmc.backends.gpu import cpu_only_warning
+
+    stamp = data_dir() / "gpu-warning-given"
+    if stamp.exists():
+        return
+    warning = cpu_only_warning()
+    if warning is None:
+        return
+    sys.stderr.write(f"lmc: warning: {warning}\n")
+    sys.stderr.flush()
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:
+        pass  # said again next time: better than never
+
+
 def make_interpreter(
     settings: Settings, conversation_id: str | None = None, backend: Any = None
 ) -> Any:
@@ -218,6 +238,8 @@ def make_interpreter(
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
+    if not settings.api_base and not settings.replay and backend is None:
+        warn_cpu_only_once()
 
     return Interpreter(
         model=settings.model,
@@ -244,6 +266,8 @@ def make_interpreter(
         workdir=policy.workdir,
         sandbox_hide=settings.sandbox_hide,
         stt_model=settings.stt_model,
+        api_style=settings.api_style,
+        api_key_env=settings.api_key_env,
         backend=backend,
     )
 
