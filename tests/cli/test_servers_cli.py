@@ -1,0 +1,106 @@
+"""``lmc run -y "compute 6*7 with python"`` against every kind of server people run gpt-oss
+on: the tool call runs in a real kernel and the model's final answer is printed.
+
+The servers answer with the bytes the real ones send (see ``support.recorded_servers`` for
+the source of each shape); the raw path against llama.cpp's own server is tested in
+tests/backends/test_openai_server.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.recorded_servers import ANSWER, HOSTED_KEY, SERVERS, serving
+from typer.testing import CliRunner
+
+from lmc.cli.app import app
+
+PROMPT = "compute 6*7 with python"
+RAN = "```python\nprint(6*7)\n```\n42\n"
+
+
+def _run(env: dict[str, str], *args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+
+
+@pytest.mark.parametrize(
+    ("server", "base_suffix", "extra", "dialect"),
+    [
+        ("ollama", "", [], "ollama"),
+        ("lmstudio", "/v1", [], "chat"),
+        ("vllm", "/v1", [], "completions"),
+        ("vllm", "/v1", ["--api-style", "chat"], "chat"),
+        ("vllm", "", ["--api-style", "responses"], "responses"),
+        ("llama.cpp", "", ["--api-style", "chat"], "chat"),
+    ],
+)
+def test_the_tool_call_runs_and_the_answer_prints(
+    lmc_env: dict[str, str], server: str, base_suffix: str, extra: list[str], dialect: str
+) -> None:
+    routes = dict(SERVERS[server])
+    if dialect == "responses":
+        from support.recorded_servers import vllm_responses
+
+        routes["/v1/responses"] = vllm_responses
+    with serving(routes) as recorded:
+        base = recorded.root + base_suffix
+        result = _run(lmc_env, "run", "-y", "--api-base", base, *extra, PROMPT)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert result.stdout == f"{RAN}{ANSWER}\n\n"
+    assert result.stderr == ""
+    paths = [path for path, _, _ in recorded.requests]
+    endpoint = {
+        "ollama": "/api/chat",
+        "chat": "/v1/chat/completions",
+        "responses": "/v1/responses",
+        "completions": "/v1/completions",
+    }[dialect]
+    assert paths.count(endpoint) >= 2  # the call, then the answer after its result
+
+
+def test_a_key_protected_host_gets_the_key_and_a_refused_key_is_one_line(
+    lmc_env: dict[str, str],
+) -> None:
+    with serving(SERVERS["hosted"], key=HOSTED_KEY) as recorded:
+        args = ["run", "-y", "--api-base", f"{recorded.root}/v1", "-m", "gpt-oss-120b", PROMPT]
+        good = _run({**lmc_env, "OPENAI_API_KEY": HOSTED_KEY}, *args)
+        bad = _run({**lmc_env, "OPENAI_API_KEY": "sk-wrong"}, *args)
+        preferred = _run(
+            {**lmc_env, "LMC_API_KEY": "sk-wrong", "OPENAI_API_KEY": HOSTED_KEY}, *args
+        )
+    assert good.exit_code == 0, (good.stdout, good.stderr)
+    assert good.stdout == f"{RAN}{ANSWER}\n\n"
+    assert all(
+        h.get("Authorization") == f"Bearer {HOSTED_KEY}" for _, _, h in recorded.requests[:3]
+    )
+    for refused, variable in ((bad, "OPENAI_API_KEY"), (preferred, "LMC_API_KEY")):
+        assert refused.exit_code != 0
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1, refused.stderr
+        assert "refused the API key (HTTP 401)" in lines[0] and f"${variable}" in lines[0]
+        assert "sk-wrong" not in refused.stderr + refused.stdout
+
+
+def test_a_forced_raw_dialect_on_a_templating_server_fails_in_one_line(
+    lmc_env: dict[str, str],
+) -> None:
+    with serving(SERVERS["ollama"]) as recorded:
+        base = f"{recorded.root}/v1"
+        result = _run(
+            lmc_env, "run", "-y", "--api-base", base, "--api-style", "completions", PROMPT
+        )
+    assert result.exit_code != 0
+    assert ANSWER not in result.stdout  # the model's text is not passed off as an answer
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "without Harmony's special tokens" in lines[0] and "--api-style chat" in lines[0]
+
+
+def test_doctor_names_the_dialect_for_each_server(lmc_env: dict[str, str]) -> None:
+    expected = {"ollama": "ollama", "lmstudio": "chat", "vllm": "completions"}
+    for server, dialect in expected.items():
+        with serving(SERVERS[server]) as recorded:
+            result = _run(lmc_env, "doctor", "--api-base", recorded.root)
+        dialect_line = next(
+            line for line in result.stdout.splitlines() if line.strip()[2:].startswith("dialect")
+        )
+        assert f"dialect      {dialect}:" in dialect_line, result.stdout

@@ -1,0 +1,809 @@
+"""Loopback servers that answer as Ollama, LM Studio, vLLM, llama.cpp's server and a
+key-protected hosted endpoint really do, byte for byte in the shapes each sends.
+
+Each shape is taken from a recorded stream or the server's own documentation or source; the
+source is cited beside it. Only the words and ids inside (the model "computes 6*7 with
+python") are this test's own. A server answers one turn as a tool call and, once the
+request carries the tool's result, as the final answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CODE = "print(6*7)"
+ANSWER = "6*7 = 42."
+REASONING = "Need to compute 6*7 with python."
+AFTER = "The output is 42."
+
+Reply = tuple[int, str, list[bytes]]  # status, content type, body chunks
+Route = Callable[[dict[str, Any] | None], Reply]
+
+
+def _sse(*events: Any, done: bool = True) -> list[bytes]:
+    chunks = [
+        b"data: "
+        + (e if isinstance(e, bytes) else json.dumps(e, separators=(",", ":")).encode())
+        + b"\n\n"
+        for e in events
+    ]
+    if done:
+        chunks.append(b"data: [DONE]\n\n")
+    return chunks
+
+
+def _json(status: int, body: Any) -> Reply:
+    return status, "application/json", [json.dumps(body, separators=(",", ":")).encode()]
+
+
+def _split(text: str, size: int = 6) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _tool_result_seen(body: dict[str, Any] | None) -> bool:
+    """Whether the request already carries the python tool's result."""
+    if not body:
+        return False
+    if "prompt" in body:
+        return "<|start|>python to=assistant" in str(body["prompt"])
+    messages = body.get("messages") or body.get("input") or []
+    return isinstance(messages, list) and any(
+        isinstance(m, dict) and (m.get("role") == "tool" or m.get("type") == "function_call_output")
+        for m in messages
+    )
+
+
+# --------------------------------------------------------------------------------- vLLM
+# Chat chunks: vllm-project/vllm PR #25514 (a gpt-oss-20b stream: reasoning_content deltas
+# with "token_ids":null); the role, tool-call and finish chunks of the vLLM capture in
+# g0t4/ask-openai.nvim (lua/ask-openai/tools/vllm-qwen.md and its SSE test): a first
+# tool_calls delta with id "chatcmpl-tool-…", type and name, then argument pieces, then
+# finish_reason "tool_calls" with "stop_reason":null; with stream_options.include_usage a
+# last chunk has "choices":[] and vLLM's UsageInfo (prompt_tokens, total_tokens,
+# completion_tokens: vllm/entrypoints/openai/protocol.py).
+
+_VLLM_ID = "chatcmpl-beb39e7777184d59a9463d42e86d9ba2"
+_VLLM_MODEL = "openai/gpt-oss-20b"
+
+
+def _vllm_chunk(choice: str) -> bytes:
+    return (
+        f'{{"id":"{_VLLM_ID}","object":"chat.completion.chunk","created":1758892077,'
+        f'"model":"{_VLLM_MODEL}","choices":[{choice}]}}'
+    ).encode()
+
+
+def _vllm_usage(prompt: int, completion: int) -> bytes:
+    return (
+        f'{{"id":"{_VLLM_ID}","object":"chat.completion.chunk","created":1758892077,'
+        f'"model":"{_VLLM_MODEL}","choices":[],"usage":{{"prompt_tokens":{prompt},'
+        f'"total_tokens":{prompt + completion},"completion_tokens":{completion}}}}}'
+    ).encode()
+
+
+def vllm_chat(body: dict[str, Any] | None) -> Reply:
+    events = [
+        _vllm_chunk(
+            '{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}'
+        )
+    ]
+    reasoning = AFTER if _tool_result_seen(body) else REASONING
+    for piece in _split(reasoning):
+        delta = json.dumps({"reasoning_content": piece})
+        events.append(
+            _vllm_chunk(
+                f'{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":null,"token_ids":null}}'
+            )
+        )
+    if _tool_result_seen(body):
+        for piece in _split(ANSWER):
+            delta = json.dumps({"content": piece})
+            events.append(
+                _vllm_chunk(
+                    f'{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":null,"token_ids":null}}'
+                )
+            )
+        events.append(
+            _vllm_chunk(
+                '{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"stop","stop_reason":null}'
+            )
+        )
+    else:
+        events.append(
+            _vllm_chunk(
+                '{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-ca99dda515524c6abe47d1ea22813507","type":"function","index":0,"function":{"name":"python"}}]},"logprobs":null,"finish_reason":null}'
+            )
+        )
+        for piece in ['{"code": "', "print(6", "*7)", '"}']:
+            args = json.dumps(piece)
+            events.append(
+                _vllm_chunk(
+                    f'{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":{args}}}}}]}},"logprobs":null,"finish_reason":null}}'
+                )
+            )
+        events.append(
+            _vllm_chunk(
+                '{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"tool_calls","stop_reason":null}'
+            )
+        )
+    events.append(_vllm_usage(120, 24))
+    return 200, "text/event-stream", _sse(*events)
+
+
+# vLLM /v1/completions with skip_special_tokens false: the text keeps Harmony's markers but
+# not the stop token; CompletionResponseStreamChoice is index, text, logprobs,
+# finish_reason, stop_reason (vllm/entrypoints/openai/protocol.py), and the usage-only last
+# chunk (include_usage) has "choices":[] — the chunk that used to overwrite the finish.
+
+
+def _vllm_text(text: str, finish: str | None = None) -> bytes:
+    finish_json = json.dumps(finish)
+    return (
+        '{"id":"cmpl-9c4a8f0e2b7d4b3f9a5e6d7c8b9a0f1e","object":"text_completion",'
+        f'"created":1758892077,"model":"{_VLLM_MODEL}","choices":[{{"index":0,'
+        f'"text":{json.dumps(text)},"logprobs":null,"finish_reason":{finish_json},'
+        '"stop_reason":null}]}'
+    ).encode()
+
+
+def vllm_raw(body: dict[str, Any] | None) -> Reply:
+    if body and not body.get("stream"):  # lmc's probe: one token, pushed to <|channel|>
+        # A whole CompletionResponse: choices (+ prompt_logprobs), then usage.
+        answer = (
+            '{"id":"cmpl-5f0a9b8c7d6e4f3a2b1c0d9e8f7a6b5c","object":"text_completion",'
+            '"created":1758892077,"model":"openai/gpt-oss-20b","choices":[{"index":0,'
+            '"text":"<|channel|>","logprobs":null,"finish_reason":"length","stop_reason":null,'
+            '"prompt_logprobs":null}],"usage":{"prompt_tokens":9,"total_tokens":10,'
+            '"completion_tokens":1,"prompt_tokens_details":null},"kv_transfer_params":null}'
+        )
+        return 200, "application/json", [answer.encode()]
+    if _tool_result_seen(body):
+        events = [
+            _vllm_text(t)
+            for t in ["<|channel|>", "analysis", "<|message|>", AFTER, "<|end|>", "<|start|>",
+                      "assistant", "<|channel|>", "final", "<|message|>", ANSWER]
+        ]  # fmt: skip
+        events.append(_vllm_text("", "stop"))
+    else:
+        events = [
+            _vllm_text(t)
+            for t in ["<|channel|>", "analysis", "<|message|>", REASONING, "<|end|>", "<|start|>",
+                      "assistant", "<|channel|>", "analysis", " to=python code", "<|message|>",
+                      CODE]
+        ]  # fmt: skip
+        events.append(_vllm_text("", "stop"))
+    usage = (
+        b'{"id":"cmpl-9c4a8f0e2b7d4b3f9a5e6d7c8b9a0f1e","object":"text_completion",'
+        b'"created":1758892077,"model":"openai/gpt-oss-20b","choices":[],'
+        b'"usage":{"prompt_tokens":150,"total_tokens":170,"completion_tokens":20}}'
+    )
+    events.append(usage)
+    return 200, "text/event-stream", _sse(*events)
+
+
+# vLLM's model list: ModelList / ModelCard (object "list"; id, object "model", created,
+# owned_by "vllm", root, parent, max_model_len, permission) in vllm's protocol.py.
+VLLM_MODELS = {
+    "object": "list",
+    "data": [
+        {
+            "id": _VLLM_MODEL,
+            "object": "model",
+            "created": 1758892000,
+            "owned_by": "vllm",
+            "root": _VLLM_MODEL,
+            "parent": None,
+            "max_model_len": 131072,
+            "permission": [],
+        }
+    ],
+}
+
+
+# ------------------------------------------------------------------------ llama.cpp server
+# Chunks as llama-server writes them (openai-php/client issue #780, a recorded stream):
+# "choices" first, each choice {"finish_reason","index","delta"}, reasoning in
+# "reasoning_content", then created, id, model, system_fingerprint "bNNNN-hash", object and
+# "timings"; the final chunk carries finish_reason and "usage". Tool calls stream as
+# OpenAI's deltas (index, id, type, function{name, arguments}). Its /v1/models adds an
+# Ollama-style "models" list before "object":"list","data":[…] with "owned_by":"llamacpp".
+
+_LLAMA_TIMINGS = (
+    '"timings":{"cache_n":7,"prompt_n":10,"prompt_ms":251.51,"prompt_per_token_ms":25.151,'
+    '"prompt_per_second":39.75985050296211,"predicted_n":28,"predicted_ms":407.596,'
+    '"predicted_per_token_ms":14.557,"predicted_per_second":68.69547296833139}'
+)
+
+
+def _llama_chunk(choice: str, usage: str = "") -> bytes:
+    return (
+        f'{{"choices":[{choice}],"created":1781492230,'
+        '"id":"chatcmpl-qC6laQHbZ2CmxNvJ4NoB1L93LcVF7nfe","model":"gpt-oss-20b",'
+        f'"system_fingerprint":"b9554-d403f00ec","object":"chat.completion.chunk"{usage},'
+        f"{_LLAMA_TIMINGS}}}"
+    ).encode()
+
+
+def llama_chat(body: dict[str, Any] | None) -> Reply:
+    events: list[bytes] = []
+    seen = _tool_result_seen(body)
+    for piece in _split(AFTER if seen else REASONING):
+        delta = json.dumps({"reasoning_content": piece})
+        events.append(_llama_chunk(f'{{"finish_reason":null,"index":0,"delta":{delta}}}'))
+    usage = ',"usage":{"completion_tokens":28,"prompt_tokens":10,"total_tokens":38}'
+    if seen:
+        for piece in _split(ANSWER):
+            delta = json.dumps({"content": piece})
+            events.append(_llama_chunk(f'{{"finish_reason":null,"index":0,"delta":{delta}}}'))
+        events.append(_llama_chunk('{"finish_reason":"stop","index":0,"delta":{}}', usage))
+    else:
+        args = json.dumps(json.dumps({"code": CODE}))
+        events.append(
+            _llama_chunk(
+                '{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"id":"Xyz3KdXqv2WbGJ7rT1cZp8sLm4nQe9aF","type":"function","function":{"name":"python","arguments":""}}]}}'
+            )
+        )
+        events.append(
+            _llama_chunk(
+                f'{{"finish_reason":null,"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":{args}}}}}]}}}}'
+            )
+        )
+        events.append(_llama_chunk('{"finish_reason":"tool_calls","index":0,"delta":{}}', usage))
+    return 200, "text/event-stream", _sse(*events)
+
+
+LLAMA_MODELS = {
+    "models": [
+        {
+            "name": "gpt-oss-20b",
+            "model": "gpt-oss-20b",
+            "modified_at": "",
+            "size": "",
+            "digest": "",
+            "type": "model",
+            "description": "",
+            "tags": [""],
+            "capabilities": ["completion"],
+            "parameters": "",
+            "details": {
+                "parent_model": "",
+                "format": "gguf",
+                "family": "",
+                "families": [""],
+                "parameter_size": "",
+                "quantization_level": "",
+            },
+        }
+    ],
+    "object": "list",
+    "data": [
+        {
+            "id": "gpt-oss-20b",
+            "aliases": ["gpt-oss-20b"],
+            "tags": [],
+            "object": "model",
+            "created": 1791285731,
+            "owned_by": "llamacpp",
+            "meta": {"vocab_type": 2, "n_vocab": 201088, "n_ctx": 131072, "n_ctx_train": 131072},
+        }
+    ],
+}
+
+
+# -------------------------------------------------------------------------------- LM Studio
+# Chunks as LM Studio writes them (lmstudio-ai/lmstudio-bug-tracker issue #723, a recorded
+# stream): id "chatcmpl-…", object, created, model, system_fingerprint (the model id),
+# choices [{index, delta, logprobs, finish_reason}]. Since 0.3.23 gpt-oss's reasoning comes in
+# "reasoning" (lmstudio-bug-tracker issue #894; a recorded gpt-oss-20b answer with
+# "reasoning" and "system_fingerprint":"openai/gpt-oss-20b"). /api/v0/models is LM Studio's
+# own REST API (lmstudio-ai/docs 1_developer/2_rest/endpoints.mdx).
+
+_LMS_MODEL = "openai/gpt-oss-20b"
+
+
+def _lms_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return (
+        '{"id":"chatcmpl-ort00z7fbtfpt1z3w0oai","object":"chat.completion.chunk",'
+        f'"created":1751032747,"model":"{_LMS_MODEL}","system_fingerprint":"{_LMS_MODEL}",'
+        f'"choices":[{{"index":0,"delta":{json.dumps(delta, separators=(",", ":"))},'
+        f'"logprobs":null,"finish_reason":{json.dumps(finish)}}}]}}'
+    ).encode()
+
+
+def lmstudio_chat(body: dict[str, Any] | None) -> Reply:
+    seen = _tool_result_seen(body)
+    events = [
+        _lms_chunk({"role": "assistant", "reasoning": p})
+        for p in _split(AFTER if seen else REASONING)
+    ]
+    if seen:
+        events += [_lms_chunk({"role": "assistant", "content": p}) for p in _split(ANSWER)]
+        events.append(_lms_chunk({}, "stop"))
+    else:
+        call = {
+            "index": 0,
+            "id": "365174485",
+            "type": "function",
+            "function": {"name": "python", "arguments": ""},
+        }
+        events.append(_lms_chunk({"role": "assistant", "tool_calls": [call]}))
+        for piece in ['{"code":"', "print(6*7)", '"}']:
+            events.append(
+                _lms_chunk(
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"index": 0, "function": {"arguments": piece}}],
+                    }
+                )
+            )
+        events.append(_lms_chunk({}, "tool_calls"))
+    return 200, "text/event-stream", _sse(*events)
+
+
+LMS_V0_MODELS = {
+    "object": "list",
+    "data": [
+        {
+            "id": _LMS_MODEL,
+            "object": "model",
+            "type": "llm",
+            "publisher": "openai",
+            "arch": "gpt-oss",
+            "compatibility_type": "gguf",
+            "quantization": "MXFP4",
+            "state": "loaded",
+            "max_context_length": 131072,
+        },
+        {
+            "id": "text-embedding-nomic-embed-text-v1.5",
+            "object": "model",
+            "type": "embeddings",
+            "publisher": "nomic-ai",
+            "arch": "nomic-bert",
+            "compatibility_type": "gguf",
+            "quantization": "Q4_0",
+            "state": "not-loaded",
+            "max_context_length": 2048,
+        },
+    ],
+}
+LMS_MODELS = {
+    "data": [
+        {"id": _LMS_MODEL, "object": "model", "owned_by": "organization_owner"},
+        {
+            "id": "text-embedding-nomic-embed-text-v1.5",
+            "object": "model",
+            "owned_by": "organization_owner",
+        },
+    ],
+    "object": "list",
+}
+
+
+# ----------------------------------------------------------------------------------- Ollama
+# /api/chat streams one JSON object a line (application/x-ndjson): model, created_at,
+# message {role, content, thinking, tool_calls [{id, function {index, name, arguments
+# (an object)}}]}, done, then done_reason and the Metrics (total_duration, load_duration,
+# prompt_eval_count, prompt_eval_duration, eval_count, eval_duration) on the last line.
+# ollama/ollama docs/api.md ("Chat request (Streaming with tools)") and api/types.go
+# (Message, ToolCall, ToolCallFunction, ChatResponse, Metrics). /api/tags and /api/version:
+# docs/api.md ("List Local Models", "Version").
+
+
+def _ollama_line(
+    message: dict[str, Any], done: bool = False, tail: dict[str, Any] | None = None
+) -> bytes:
+    line: dict[str, Any] = {
+        "model": "gpt-oss:20b",
+        "created_at": "2025-08-05T20:22:19.184789Z",
+        "message": {"role": "assistant", "content": "", **message},
+        "done": done,
+    }
+    line.update(tail or {})
+    return json.dumps(line, separators=(",", ":")).encode() + b"\n"
+
+
+def ollama_chat(body: dict[str, Any] | None) -> Reply:
+    seen = _tool_result_seen(body)
+    lines = [_ollama_line({"thinking": p}) for p in _split(AFTER if seen else REASONING)]
+    if seen:
+        lines += [_ollama_line({"content": p}) for p in _split(ANSWER)]
+    else:
+        call = {
+            "id": "call_ouqxt6uo",
+            "function": {"index": 0, "name": "python", "arguments": {"code": CODE}},
+        }
+        lines.append(_ollama_line({"tool_calls": [call]}))
+    lines.append(
+        _ollama_line(
+            {},
+            done=True,
+            tail={
+                "done_reason": "stop",
+                "total_duration": 182242375,
+                "load_duration": 41295167,
+                "prompt_eval_count": 169,
+                "prompt_eval_duration": 24573166,
+                "eval_count": 15,
+                "eval_duration": 115959084,
+            },
+        )
+    )
+    return 200, "application/x-ndjson", lines
+
+
+# Ollama's /v1/completions templates the prompt itself and sends the answer's text only:
+# CompletionChunk {id "cmpl-NNN", object "text_completion", created, choices [{text, index,
+# finish_reason}], model, system_fingerprint "fp_ollama"} (ollama/ollama openai/openai.go).
+
+
+def _ollama_text(text: str, finish: str | None = None) -> bytes:
+    return (
+        '{"id":"cmpl-414","object":"text_completion","created":1754425339,"choices":[{"text":'
+        f'{json.dumps(text)},"index":0,"finish_reason":{json.dumps(finish)}}}],'
+        '"model":"gpt-oss:20b","system_fingerprint":"fp_ollama"}'
+    ).encode()
+
+
+def ollama_completions(body: dict[str, Any] | None) -> Reply:
+    events = [_ollama_text(p) for p in _split(ANSWER)]
+    events.append(_ollama_text("", "stop"))
+    return 200, "text/event-stream", _sse(*events)
+
+
+OLLAMA_TAGS = {
+    "models": [
+        {
+            "name": "gpt-oss:20b",
+            "model": "gpt-oss:20b",
+            "modified_at": "2025-08-05T08:06:48.639712648-07:00",
+            "size": 13780173839,
+            "digest": "aa4295ac10c3afb60e6d711289fc6896f5aef82258997b9efdaed6d0cc4cd8b8",
+            "details": {
+                "parent_model": "",
+                "format": "gguf",
+                "family": "gptoss",
+                "families": ["gptoss"],
+                "parameter_size": "20.9B",
+                "quantization_level": "MXFP4",
+            },
+        }
+    ]
+}
+
+
+# ---------------------------------------------------------------------- hosted (OpenAI-style)
+# A key-protected host: a wrong or missing key gets OpenAI's 401 body
+# ({"error":{"message","type":"invalid_request_error","param":null,"code":"invalid_api_key"}},
+# platform.openai.com/docs/guides/error-codes). Chunks as OpenAI writes them: id, object,
+# created, model, system_fingerprint, choices [{index, delta, logprobs, finish_reason}], the
+# first delta {"role":"assistant","content":"","refusal":null}, a tool call's first delta
+# {"index":0,"id":"call_…","type":"function","function":{"name","arguments":""}} and the
+# arguments after it (platform.openai.com/docs/guides/function-calling, "Streaming"), and
+# gpt-oss's reasoning in "reasoning" as hosts serving it send it (LibreChat-AI/agents PR
+# #217: a Vercel AI Gateway openai/gpt-oss-120b stream with delta.reasoning). /v1/completions
+# is not served for it (404).
+
+HOSTED_KEY = "sk-test-4f1c2e9b7a6d"
+HOSTED_401 = {
+    "error": {
+        "message": "Incorrect API key provided: sk-wrong. You can find your API key at https://platform.openai.com/account/api-keys.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_api_key",
+    }
+}
+
+
+def _hosted_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return (
+        '{"id":"chatcmpl-B0C6D9giMRpcvf47g471wxJvpCu0I","object":"chat.completion.chunk",'
+        '"created":1739386209,"model":"gpt-oss-120b","system_fingerprint":"fp_72ed7ab54c",'
+        f'"choices":[{{"index":0,"delta":{json.dumps(delta, separators=(",", ":"))},'
+        f'"logprobs":null,"finish_reason":{json.dumps(finish)}}}]}}'
+    ).encode()
+
+
+def hosted_chat(body: dict[str, Any] | None) -> Reply:
+    seen = _tool_result_seen(body)
+    events = [_hosted_chunk({"role": "assistant", "content": "", "refusal": None})]
+    events += [_hosted_chunk({"reasoning": p}) for p in _split(AFTER if seen else REASONING)]
+    if seen:
+        events += [_hosted_chunk({"content": p}) for p in _split(ANSWER)]
+        events.append(_hosted_chunk({}, "stop"))
+    else:
+        call = {
+            "index": 0,
+            "id": "call_DdmO9pD3xa9XTPNJ32zg2hcA",
+            "type": "function",
+            "function": {"name": "python", "arguments": ""},
+        }
+        events.append(_hosted_chunk({"tool_calls": [call]}))
+        for piece in ['{"', "code", '":"', "print(6*7)", '"}']:
+            events.append(
+                _hosted_chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            )
+        events.append(_hosted_chunk({}, "tool_calls"))
+    return 200, "text/event-stream", _sse(*events)
+
+
+HOSTED_MODELS = {
+    "object": "list",
+    "data": [
+        {"id": "gpt-oss-120b", "object": "model", "created": 1754352000, "owned_by": "openai"},
+        {"id": "gpt-oss-20b", "object": "model", "created": 1754352000, "owned_by": "openai"},
+    ],
+}
+
+
+# ------------------------------------------------------------------------- Responses API
+# vLLM serving openai/gpt-oss-20b, recorded in vllm-project/agentic-api
+# crates/agentic-core/tests/cassettes/reasoning/responses/reasoning-single-openai-gpt-oss-
+# 20b-streaming.yaml and crates/agentic-server-core/tests/cassettes/codex/codex-vllm-web-
+# search-then-namespace-gpt-oss-20b-streaming.yaml: "event: TYPE" then "data: {…}" (keys
+# sorted) per event, reasoning_text deltas, a function_call item with its call_id and
+# arguments deltas, response.completed with the usage.
+
+
+def _event(kind: str, data: dict[str, Any]) -> bytes:
+    payload = json.dumps({**data, "type": kind}, sort_keys=True, separators=(",", ":"))
+    return f"event: {kind}\ndata: {payload}\n\n".encode()
+
+
+def vllm_responses(body: dict[str, Any] | None) -> Reply:
+    seen = _tool_result_seen(body)
+    seq = iter(range(10_000))
+    out = [
+        _event(
+            "response.created",
+            {
+                "response": {
+                    "id": "resp_9fdfaf29a1596f70",
+                    "object": "response",
+                    "output": [],
+                    "status": "in_progress",
+                },
+                "sequence_number": next(seq),
+            },
+        )
+    ]
+    out.append(
+        _event(
+            "response.output_item.added",
+            {
+                "item": {
+                    "id": "msg_bdff6c694d0c26b6",
+                    "summary": [],
+                    "type": "reasoning",
+                    "content": None,
+                    "encrypted_content": None,
+                    "status": "in_progress",
+                },
+                "output_index": 0,
+                "sequence_number": next(seq),
+            },
+        )
+    )
+    for piece in _split(AFTER if seen else REASONING):
+        out.append(
+            _event(
+                "response.reasoning_text.delta",
+                {
+                    "content_index": 0,
+                    "delta": piece,
+                    "item_id": "msg_bdff6c694d0c26b6",
+                    "output_index": 0,
+                    "sequence_number": next(seq),
+                },
+            )
+        )
+    if seen:
+        out.append(
+            _event(
+                "response.output_item.added",
+                {
+                    "item": {
+                        "id": "msg_b35c15db1b8efefc",
+                        "content": [],
+                        "role": "assistant",
+                        "status": "in_progress",
+                        "type": "message",
+                        "phase": None,
+                    },
+                    "output_index": 1,
+                    "sequence_number": next(seq),
+                },
+            )
+        )
+        for piece in _split(ANSWER):
+            out.append(
+                _event(
+                    "response.output_text.delta",
+                    {
+                        "content_index": 1,
+                        "delta": piece,
+                        "item_id": "msg_b35c15db1b8efefc",
+                        "logprobs": [],
+                        "output_index": 1,
+                        "sequence_number": next(seq),
+                    },
+                )
+            )
+    else:
+        out.append(
+            _event(
+                "response.output_item.added",
+                {
+                    "item": {
+                        "arguments": "",
+                        "call_id": "call_966ac832ff2c814e",
+                        "name": "python",
+                        "type": "function_call",
+                        "id": "fc_9105bc40ba2a4559",
+                        "namespace": None,
+                        "status": "in_progress",
+                    },
+                    "output_index": 1,
+                    "sequence_number": next(seq),
+                },
+            )
+        )
+        for piece in ['{"', "code", '":"', "print(6*7)", '"}']:
+            out.append(
+                _event(
+                    "response.function_call_arguments.delta",
+                    {
+                        "delta": piece,
+                        "item_id": "fc_9105bc40ba2a4559",
+                        "output_index": 1,
+                        "sequence_number": next(seq),
+                    },
+                )
+            )
+        args = json.dumps({"code": CODE}, separators=(",", ":"))
+        out.append(
+            _event(
+                "response.function_call_arguments.done",
+                {
+                    "arguments": args,
+                    "item_id": "fc_9105bc40ba2a4559",
+                    "name": "python",
+                    "output_index": 1,
+                    "sequence_number": next(seq),
+                },
+            )
+        )
+    usage = {
+        "input_tokens": 176,
+        "input_tokens_details": {"cached_tokens": 80},
+        "output_tokens": 36,
+        "output_tokens_details": {"reasoning_tokens": 16, "tool_output_tokens": 0},
+        "total_tokens": 212,
+    }
+    out.append(
+        _event(
+            "response.completed",
+            {
+                "response": {
+                    "id": "resp_9fdfaf29a1596f70",
+                    "object": "response",
+                    "status": "completed",
+                    "incomplete_details": None,
+                    "usage": usage,
+                },
+                "sequence_number": next(seq),
+            },
+        )
+    )
+    return 200, "text/event-stream; charset=utf-8", out
+
+
+# ----------------------------------------------------------------------------- the server
+
+
+@dataclass
+class Recorded:
+    """A running server: its root URL and every request it got (path, JSON body, headers)."""
+
+    root: str
+    requests: list[tuple[str, dict[str, Any] | None, dict[str, str]]] = field(default_factory=list)
+
+    def bodies(self, path: str) -> list[dict[str, Any]]:
+        return [b for p, b, _ in self.requests if p == path and b is not None]
+
+
+def _handler(
+    routes: dict[str, Route], key: str | None, record: Recorded
+) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _answer(self, body: dict[str, Any] | None) -> None:
+            path = self.path.split("?", 1)[0]
+            record.requests.append((path, body, dict(self.headers)))
+            if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
+                status, kind, chunks = _json(401, HOSTED_401)
+            elif path in routes:
+                status, kind, chunks = routes[path](body)
+            else:
+                status, kind, chunks = _json(404, {"error": {"message": f"Not found: {path}"}})
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for chunk in chunks:
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def do_GET(self) -> None:
+            self._answer(None)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            self._answer(json.loads(self.rfile.read(length) or b"null"))
+
+    return Handler
+
+
+@contextmanager
+def serving(routes: dict[str, Route], key: str | None = None) -> Iterator[Recorded]:
+    """The server on a free loopback port; stopped after."""
+    record = Recorded("")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, key, record))
+    server.daemon_threads = True
+    record.root = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield record
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def _static(body: Any) -> Route:
+    return lambda _request: _json(200, body)
+
+
+#: Each server's routes, as the real one answers them.
+SERVERS: dict[str, dict[str, Route]] = {
+    "ollama": {
+        "/api/version": _static({"version": "0.11.4"}),
+        "/api/tags": _static(OLLAMA_TAGS),
+        "/api/chat": ollama_chat,
+        "/v1/completions": ollama_completions,
+    },
+    "lmstudio": {
+        "/api/v0/models": _static(LMS_V0_MODELS),
+        "/v1/models": _static(LMS_MODELS),
+        "/v1/chat/completions": lmstudio_chat,
+    },
+    "vllm": {
+        "/v1/models": _static(VLLM_MODELS),
+        "/v1/completions": vllm_raw,
+        "/v1/chat/completions": vllm_chat,
+    },
+    "vllm-responses": {
+        "/v1/models": _static(VLLM_MODELS),
+        "/v1/responses": vllm_responses,
+    },
+    "llama.cpp": {
+        "/v1/models": _static(LLAMA_MODELS),
+        "/v1/chat/completions": llama_chat,
+    },
+    "hosted": {
+        "/v1/models": _static(HOSTED_MODELS),
+        "/v1/chat/completions": hosted_chat,
+    },
+}
