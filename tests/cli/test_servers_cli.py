@@ -8,8 +8,11 @@ tests/backends/test_openai_server.py.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
-from support.recorded_servers import ANSWER, HOSTED_KEY, SERVERS, serving
+from support.recorded_servers import ANSWER, CODE, HOSTED_KEY, REASONING, SERVERS, serving
 from typer.testing import CliRunner
 
 from lmc.cli.app import app
@@ -55,6 +58,49 @@ def test_the_tool_call_runs_and_the_answer_prints(
         "completions": "/v1/completions",
     }[dialect]
     assert paths.count(endpoint) >= 2  # the call, then the answer after its result
+    _check_the_result_went_back(server, dialect, recorded.bodies(endpoint)[-1])
+
+
+def _check_the_result_went_back(server: str, dialect: str, body: dict[str, Any]) -> None:
+    """The second request: the call under the server's id, its result, the reasoning."""
+    if dialect == "completions":
+        assert (
+            "<|start|>python to=assistant<|channel|>analysis<|message|>42\n<|end|>"
+            in body["prompt"]
+        )
+        return
+    if dialect == "responses":
+        items = body["input"]
+        call = next(i for i in items if i.get("type") == "function_call")
+        result = next(i for i in items if i.get("type") == "function_call_output")
+        assert call["call_id"] == result["call_id"] == "call_966ac832ff2c814e"
+        assert call["name"] == "python" and json.loads(call["arguments"]) == {"code": CODE}
+        assert result["output"] == "42\n"
+        reasoning = next(i for i in items if i.get("type") == "reasoning")
+        assert reasoning["content"] == [{"type": "reasoning_text", "text": REASONING}]
+        assert body["reasoning"] == {"effort": "medium"} and body["store"] is False
+        assert {t["name"] for t in body["tools"]} >= {"python", "shell"}
+        return
+    messages = body["messages"]
+    assert messages[0]["role"] == "system" and "run code" in messages[0]["content"]
+    assistant = next(m for m in messages if m.get("tool_calls"))
+    tool = next(m for m in messages if m["role"] == "tool")
+    assert tool["content"] == "42\n"
+    call = assistant["tool_calls"][0]
+    if dialect == "ollama":
+        assert call["function"] == {"name": "python", "arguments": {"code": CODE}}
+        assert tool["tool_name"] == "python" and assistant["thinking"] == REASONING
+        assert body["think"] == "medium"
+    else:
+        ids = {"vllm": "chatcmpl-tool-ca99dda515524c6abe47d1ea22813507", "lmstudio": "365174485",
+               "llama.cpp": "Xyz3KdXqv2WbGJ7rT1cZp8sLm4nQe9aF"}  # fmt: skip
+        assert call["id"] == tool["tool_call_id"] == ids[server]
+        assert json.loads(call["function"]["arguments"]) == {"code": CODE}
+        field = "reasoning" if server == "lmstudio" else "reasoning_content"
+        assert assistant[field] == REASONING  # passed back under the server's own name
+        assert body["reasoning_effort"] == "medium"
+    tools = {t["function"]["name"]: t["function"] for t in body["tools"]}
+    assert tools["python"]["parameters"]["required"] == ["code"] and "shell" in tools
 
 
 def test_a_key_protected_host_gets_the_key_and_a_refused_key_is_one_line(
