@@ -25,11 +25,13 @@ __all__ = [
     "Piece",
     "SamplingSettings",
     "StopReason",
+    "is_server_shortcut",
     "open_backend",
 ]
 
 
-def _is_shortcut(model: str | None) -> bool:
+def is_server_shortcut(model: str | None) -> bool:
+    """Whether ``model`` names a server's model (``ollama:NAME``, ``lmstudio:NAME``)."""
     return bool(model) and str(model).split(":", 1)[0] in ("ollama", "lmstudio")
 
 
@@ -40,7 +42,7 @@ def open_backend(config: BackendConfig) -> Backend:
     :class:`lmc.errors.ConfigError` for an unreadable replay file, and
     :class:`lmc.errors.BackendError` when llama.cpp cannot load the model.
     """
-    if config.api_base or _is_shortcut(config.model):
+    if config.api_base or is_server_shortcut(config.model):
         if config.replay:
             from lmc.errors import ConfigError
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lmc.backends import is_server_shortcut
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import report, settings_for
 from lmc.config import config_path, data_dir
@@ -135,12 +136,6 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
     ]
 
 
-def _server_shortcut(model: str | None) -> bool:
-    from lmc.backends.detect import SHORTCUTS
-
-    return bool(model) and str(model).split(":", 1)[0] in SHORTCUTS
-
-
 def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """The server, the dialect lmc speaks with it and why, and the model it asks for."""
     from lmc.backends.base import BackendConfig
@@ -233,7 +228,7 @@ def doctor(options: SharedOptions) -> int:
         line(name, works, detail)
         failures += name == "python" and not works
     out.write("model\n")
-    if settings.api_base or _server_shortcut(settings.model):
+    if settings.api_base or is_server_shortcut(settings.model):
         for name, good, detail in server_lines(settings):
             line(name, good, detail)
             failures += not good

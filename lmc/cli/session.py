@@ -210,8 +210,8 @@ def sandbox_for(settings: Settings) -> Any:
     return policy
 
 
-def warn_cpu_only_once() -> None:
-    """At the first start on a machine with a GPU that llama.cpp cannot use, say so once
+def warn_cpu_only_once(say: Callable[[str], None]) -> None:
+    """At the first chat on a machine with a GPU that llama.cpp cannot use, say so once
     (``lmc doctor`` says it every time)."""
     from lmc.backends.gpu import cpu_only_warning
 
@@ -221,8 +221,7 @@ def warn_cpu_only_once() -> None:
     warning = cpu_only_warning()
     if warning is None:
         return
-    sys.stderr.write(f"lmc: warning: {warning}\n")
-    sys.stderr.flush()
+    say(f"warning: {warning}")
     try:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.touch()
@@ -238,8 +237,6 @@ def make_interpreter(
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
-    if not settings.api_base and not settings.replay and backend is None:
-        warn_cpu_only_once()
 
     return Interpreter(
         model=settings.model,
