@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
-from lmc.agent.storage import ConversationStore
+from lmc.agent.storage import ConversationStore, TokenUsage
 from lmc.agent.tools import (
     argument_schemas,
     developer_message,
     function_specs,
     system_message,
 )
-from lmc.backends.base import Backend, BackendConfig, SamplingSettings
+from lmc.backends.base import Backend, BackendConfig, Generation, SamplingSettings
 from lmc.errors import ConfigError, HarmonyError, LmcError
 from lmc.messages import Chunk, Message, validate_message
 
@@ -151,6 +151,8 @@ class Interpreter:
         # The last turn's stream, weakly: a consumer that drops it closes it at once.
         self._active: weakref.ref[Generator[Chunk, None, None]] | None = None
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
+        #: Tokens by turn (the position of the turn's user message), this conversation.
+        self._usage: dict[int, TokenUsage] = {}
         self.tools: McpTools | None = None
         if mcp_servers:
             from lmc.mcp.config import McpServerConfig, parse_server
@@ -179,6 +181,7 @@ class Interpreter:
             record=self._record,
             replace=self._replace,
             tools=self.tools,
+            usage=self._count_usage,
         )
         if conversation_id is not None:
             self._resume(conversation_id)
@@ -269,6 +272,7 @@ class Interpreter:
         """Start a new conversation (the old one stays stored); kernels are restarted."""
         self._loop.forget()
         self._conversation_id = None
+        self._usage = {}
         if self._owns_computer and self._computer is not None:
             close = getattr(self._computer, "close", None)
             if close is not None:
@@ -295,8 +299,26 @@ class Interpreter:
         backend = self._get_backend()
         return self._loop.prompt_tokens(backend), backend.context_size
 
+    def token_counts(self) -> tuple[TokenUsage, TokenUsage]:
+        """(the last turn's tokens, the whole conversation's), as the model servers counted
+        them: prompt, completion and reasoning tokens of every model call."""
+        if not self._usage:
+            return TokenUsage(), TokenUsage()
+        last = self._usage[max(self._usage)]
+        return last, sum(self._usage.values(), TokenUsage())
+
+    def _count_usage(self, generation: Generation) -> None:
+        turn = self._loop.transcript.last_user_index() or 0
+        usage = TokenUsage(
+            generation.prompt_tokens, generation.completion_tokens, generation.reasoning_tokens, 1
+        )
+        self._usage[turn] = self._usage.get(turn, TokenUsage()) + usage
+        if self._conversation_id is not None:
+            self.store.record_usage(self._conversation_id, turn, usage)
+
     def _resume(self, conversation_id: str) -> None:
         self._conversation_id = self.store.resolve(conversation_id)
+        self._usage = self.store.usage(self._conversation_id)
         stored = self.store.load_stored(self._conversation_id)
         self._loop.transcript.entries[:] = [Entry(s.message, s.harmony) for s in stored]
         note = result_for_dangling_call(self._loop.transcript.entries)

@@ -150,3 +150,33 @@ def test_doctor_names_the_dialect_for_each_server(lmc_env: dict[str, str]) -> No
             line for line in result.stdout.splitlines() if line.strip()[2:].startswith("dialect")
         )
         assert f"dialect      {dialect}:" in dialect_line, result.stdout
+
+
+def test_token_counts_are_recorded_per_turn_and_listed(
+    lmc_env: dict[str, str], tmp_path: Any
+) -> None:
+    from lmc import Interpreter
+
+    routes = dict(SERVERS["vllm"])
+    from support.recorded_servers import vllm_responses
+
+    routes["/v1/responses"] = vllm_responses
+    with serving(routes) as recorded:
+        assert _run(lmc_env, "run", "-y", "--api-base", recorded.root, PROMPT).exit_code == 0
+        (line,) = _run(lmc_env, "history").stdout.splitlines()
+        # Two model calls of the raw dialect, each 150 prompt + 20 completion tokens.
+        assert " 340 tok " in line
+        with Interpreter(
+            api_base=recorded.root,
+            api_style="responses",
+            auto_run=True,
+            db_path=tmp_path / "api.db",
+            sandbox="off",
+        ) as interpreter:
+            interpreter.chat(PROMPT, display=False)
+            last, total = interpreter.token_counts()
+            [info] = interpreter.store.list_conversations()
+    assert last == total
+    assert (last.prompt, last.completion, last.reasoning, last.calls) == (352, 72, 32, 2)
+    assert info.tokens == 352 + 72
+    assert "reasoning 32" in last.describe()
