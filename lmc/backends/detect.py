@@ -206,8 +206,12 @@ def _is_ollama(probe: _Probe) -> bool:
 
 def _is_lm_studio(probe: _Probe) -> bool:
     listing = probe.get(f"{probe.root}/api/v0/models")
-    data = listing.get("data") if isinstance(listing, dict) else None
-    return isinstance(data, list) and all(isinstance(m, dict) and "type" in m for m in data)
+    if not isinstance(listing, dict) or listing.get("object") != "list":
+        return False
+    data = listing.get("data")
+    return isinstance(data, list) and all(
+        isinstance(m, dict) and "type" in m and "compatibility_type" in m for m in data
+    )
 
 
 def open_server_backend(config: BackendConfig) -> Backend:
