@@ -18,9 +18,8 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator
 from datetime import date
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from lmc.agent.display import PlainRenderer, Renderer
@@ -34,8 +33,9 @@ from lmc.agent.tools import (
     system_message,
 )
 from lmc.backends.base import Backend, BackendConfig, Generation, SamplingSettings
-from lmc.errors import ConfigError, HarmonyError, LmcError
+from lmc.errors import ConfigError, LmcError
 from lmc.messages import Chunk, Message, validate_message
+from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
 
 if TYPE_CHECKING:
     from lmc.computer import Computer
@@ -61,8 +61,8 @@ class Interpreter:
     tools are offered to the model as ``functions.NAME__TOOL`` and confirmed like code (the
     block is ``{"type": "tool_call", "format": "NAME.TOOL", "content": ARGUMENTS_JSON}``).
     ``api_base`` (a server's root or /v1 URL) is reached in ``api_style`` ("auto",
-    "completions", "chat", "responses"; see :mod:`lmc.backends.detect`) with ``api_key``, else
-    ``$LMC_API_KEY``, else the variable ``api_key_env`` names.
+    "completions", "chat", "responses"; see :mod:`lmc.backends.detect`) with ``api_key`` (a
+    keyword, never stored), else ``$LMC_API_KEY``, else the variable ``api_key_env`` names.
     ``sandbox`` (``"workspace"``, ``"read-only"``, ``"off"``; None: workspace where a sandbox
     works), ``network`` and ``workdir`` say how the code is contained (see
     :class:`lmc.Computer`); :meth:`set_sandbox` changes them during a conversation.
@@ -70,80 +70,58 @@ class Interpreter:
 
     def __init__(
         self,
+        settings: Settings | None = None,
+        /,
         *,
-        model: str | None = None,
-        api_base: str | None = None,
-        replay: str | Path | None = None,
-        auto_run: bool = False,
-        reasoning: str = "medium",
-        context_size: int | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        gpu_layers: int | None = None,
-        max_steps: int = 20,
         conversation_id: str | None = None,
-        db_path: str | Path | None = None,
-        instructions: str | None = None,
         renderer: Renderer | None = None,
         computer: Computer | ComputerLike | None = None,
         backend: Backend | None = None,
-        output_limit: int = 6_000,
-        verbose: bool = False,
-        mcp_servers: Mapping[str, Any] | None = None,
-        sandbox: str | None = None,
-        network: bool = False,
-        workdir: str | Path | None = None,
-        sandbox_hide: tuple[str, ...] | list[str] = (),
-        stt_model: str | None = None,
-        api_style: str = "auto",
         api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        **options: Any,
     ) -> None:
-        if max_steps < 1:
-            raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigError(f"max_tokens must be at least 1, got {max_tokens}")
-        if output_limit < 100:
-            raise ConfigError(f"output_limit must be at least 100 characters, got {output_limit}")
-        try:
-            system_message(reasoning)
-        except HarmonyError as exc:
-            raise ConfigError(f"reasoning: {exc}") from exc
-        self.auto_run = auto_run
-        self.reasoning = reasoning
-        self.instructions = instructions
+        """``settings`` (see :class:`lmc.settings.Settings`), or the defaults, with any of its
+        options given as keywords named like their config key (``api_base=``, ``auto_run=``,
+        ``db_path=``, ...); every value is checked (:class:`ConfigError` on a bad one)."""
+        unknown = sorted(set(options) - SETTING_KEYS)
+        if unknown:
+            raise TypeError(f"Interpreter() got an unexpected keyword argument {unknown[0]!r}")
+        s = settings_with(checked(settings or Settings()), options)
+        #: The options this Interpreter was made with (checked).
+        self.settings = s
+        self.auto_run = s.auto_run
+        self.reasoning = s.reasoning
+        self.instructions = s.instructions
         self.renderer = renderer
         #: The speech-to-text model for audio messages (``--stt-model``; None: the default).
-        self.stt_model = stt_model
+        self.stt_model = s.stt_model
         self.config = BackendConfig(
-            model=model,
-            api_base=api_base,
-            replay=str(replay) if replay is not None else None,
-            context_size=context_size,
-            gpu_layers=gpu_layers,
-            seed=seed,
-            verbose=verbose,  # the backend's own logs (llama.cpp's) on stderr
-            api_style=api_style,
-            api_key=api_key,
-            api_key_env=api_key_env,
+            model=s.model,
+            api_base=s.api_base,
+            replay=s.replay,
+            context_size=s.context_size,
+            gpu_layers=s.gpu_layers,
+            seed=s.seed,
+            verbose=s.verbose,  # the backend's own logs (llama.cpp's) on stderr
+            api_style=s.api_style,
+            api_key=api_key,  # never stored: not a setting
+            api_key_env=s.api_key_env,
         )
         self._sandbox: dict[str, Any] = {
-            "sandbox": sandbox,
-            "network": network,
-            "workdir": workdir,
-            "hide": tuple(sandbox_hide),
+            "sandbox": s.sandbox,
+            "network": s.network,
+            "workdir": s.workdir,
+            "hide": s.sandbox_hide,
         }
-        if sandbox is not None and computer is None:
+        if s.sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy
 
-            resolve_policy(sandbox, network=network, workdir=workdir)  # fail now, not later
+            resolve_policy(s.sandbox, network=s.network, workdir=s.workdir)  # fail now
         self._backend = backend
         self._owns_backend = backend is None
         self._computer = computer
         self._owns_computer = computer is None
-        self._db_path = db_path
+        self._db_path = s.db_path
         self._store: ConversationStore | None = None
         self._conversation_id: str | None = None
         self._cancel = threading.Event()
@@ -154,7 +132,7 @@ class Interpreter:
         #: Tokens by turn (the position of the turn's user message), this conversation.
         self._usage: dict[int, TokenUsage] = {}
         self.tools: McpTools | None = None
-        if mcp_servers:
+        if s.mcp_servers:
             from lmc.mcp.config import McpServerConfig, parse_server
             from lmc.mcp.tools import McpTools
 
@@ -162,7 +140,7 @@ class Interpreter:
                 name: value
                 if isinstance(value, McpServerConfig)
                 else parse_server(name, value, "mcp_servers")
-                for name, value in mcp_servers.items()
+                for name, value in s.mcp_servers.items()
             }
             self.tools = McpTools(configs)
         self._loop = Loop(
@@ -172,10 +150,10 @@ class Interpreter:
             prefix=self._prefix,
             settings=LoopSettings(
                 sampling=SamplingSettings(
-                    temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
+                    temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed
                 ),
-                max_steps=max_steps,
-                output_limit=output_limit,
+                max_steps=s.max_steps,
+                output_limit=s.output_limit,
             ),
             cancel=self._cancel,
             record=self._record,

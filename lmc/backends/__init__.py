@@ -47,7 +47,7 @@ def open_backend(config: BackendConfig) -> Backend:
             from lmc.errors import ConfigError
 
             raise ConfigError("--replay needs the in-process model; it cannot go with --api-base")
-        from lmc.backends.detect import open_server_backend
+        from lmc.backends.server import open_server_backend
 
         return open_server_backend(config)
     from lmc.backends.llama import LlamaCppBackend

@@ -25,6 +25,7 @@ __all__ = [
     "key_source",
     "make_client",
     "server_errors",
+    "split_base",
     "sse_data",
 ]
 
@@ -128,6 +129,14 @@ def sse_data(response: httpx.Response) -> Iterator[str]:
             lines.append(value[1:] if value.startswith(" ") else value)
     if lines:
         yield "\n".join(lines)
+
+
+def split_base(api_base: str) -> tuple[str, str]:
+    """(server root, its /v1 URL) for a root or a /v1 URL."""
+    base = api_base.rstrip("/")
+    if base.endswith("/v1"):
+        return base[: -len("/v1")], base
+    return base, f"{base}/v1"
 
 
 def _refused(url: str, status: int, key_from: str | None) -> str:

@@ -25,9 +25,8 @@ from lmc.backends._dialogue import (
     stop_after_answer,
     tool_payload,
 )
-from lmc.backends._http import ServerAnswer, json_object, sse_data
+from lmc.backends._http import ServerAnswer, json_object, split_base, sse_data
 from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
-from lmc.backends.detect import split_base
 from lmc.backends.openai_server import count_usage
 
 if TYPE_CHECKING:

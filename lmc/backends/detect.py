@@ -24,17 +24,17 @@ import json
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from lmc.backends._http import checked_url, key_source, make_client, server_errors
+from lmc.backends._http import checked_url, key_source, make_client, server_errors, split_base
 from lmc.errors import ConfigError, ServerError
+from lmc.settings import API_STYLES
 
 if TYPE_CHECKING:
     import httpx
 
-    from lmc.backends.base import Backend, BackendConfig
+    from lmc.backends.base import BackendConfig
 
-__all__ = ["API_STYLES", "SHORTCUTS", "Detected", "detect", "open_server_backend", "split_base"]
+__all__ = ["API_STYLES", "SHORTCUTS", "Detected", "choose_model", "detect", "split_base"]
 
-API_STYLES: Final = ("auto", "completions", "chat", "responses", "ollama")
 #: ``--model PREFIX:NAME`` -> (the server's default local address, its dialect).
 SHORTCUTS: Final = {
     "ollama": ("http://127.0.0.1:11434", "ollama"),
@@ -54,14 +54,6 @@ class Detected:
     dialect: str
     reason: str
     markers_checked: bool = False  # a raw probe showed the markers come back
-
-
-def split_base(api_base: str) -> tuple[str, str]:
-    """(server root, its /v1 URL) for a root or a /v1 URL."""
-    base = api_base.rstrip("/")
-    if base.endswith("/v1"):
-        return base[: -len("/v1")], base
-    return base, f"{base}/v1"
 
 
 def _shortcut(config: BackendConfig) -> tuple[BackendConfig, str | None]:
@@ -212,30 +204,3 @@ def _is_lm_studio(probe: _Probe) -> bool:
     return isinstance(data, list) and all(
         isinstance(m, dict) and "type" in m and "compatibility_type" in m for m in data
     )
-
-
-def open_server_backend(config: BackendConfig) -> Backend:
-    """The transport for the dialect :func:`detect` finds."""
-    found = detect(config)
-    backend: Backend
-    if found.dialect == "completions":
-        from lmc.backends.openai_server import OpenAIServerBackend
-
-        raw = OpenAIServerBackend(found.config)
-        # A forced raw dialect is checked on every answer; a probed one was checked already.
-        raw.check_markers = config.api_style == "completions"
-        backend = raw
-    elif found.dialect == "chat":
-        from lmc.backends.chat import ChatBackend
-
-        backend = ChatBackend(found.config)
-    elif found.dialect == "responses":
-        from lmc.backends.responses import ResponsesBackend
-
-        backend = ResponsesBackend(found.config)
-    else:
-        from lmc.backends.ollama import OllamaBackend
-
-        backend = OllamaBackend(found.config)
-    backend.dialect_reason = found.reason
-    return backend

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from lmc.backends._chatlike import ChatLikeBackend
 from lmc.backends._dialogue import HarmonyWriter, Prompt, call_key, stop_after_answer
-from lmc.backends._http import ServerAnswer, json_object, sse_data
+from lmc.backends._http import ServerAnswer, json_object, split_base, sse_data
 from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
-from lmc.backends.detect import split_base
 
 if TYPE_CHECKING:
     import httpx

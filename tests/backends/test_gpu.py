@@ -56,6 +56,7 @@ def test_doctor_warns_and_still_passes(
     fake_smi: Path, tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cpu_only = not llama_cpp.llama_supports_gpu_offload()
+    (tmp_path / "config.toml").write_text("")
     env = {
         "LMC_CONFIG": str(tmp_path / "config.toml"),
         "LMC_DATA_DIR": str(tmp_path / "data"),
