@@ -160,6 +160,7 @@ class HarmonyWriter:
     def __init__(self) -> None:
         self._started = False
         self._open: str | None = None  # the channel of the message being written
+        self._blank = ""  # answer text that is only whitespace so far (held back)
         self.reasoning = ""
         self.text = ""
 
@@ -190,9 +191,15 @@ class HarmonyWriter:
             yield from self._write("analysis", text)
 
     def answer(self, text: str) -> Iterator[Piece]:
-        if text:
-            self.text += text
-            yield from self._write("final", text)
+        """Answer text; blank text before any (servers send "\n\n" ahead of a call) waits."""
+        if not text:
+            return
+        if self._open != "final" and not (self._blank + text).strip():
+            self._blank += text
+            return
+        text, self._blank = self._blank + text, ""
+        self.text += text
+        yield from self._write("final", text)
 
     def call(self, name: str, arguments: str) -> Iterator[Piece]:
         """A whole tool call, ending in ``<|call|>``."""

@@ -190,7 +190,7 @@ class ChatBackend(ChatLikeBackend):
         generation: Generation,
     ) -> Iterator[Piece]:
         named = [calls[i] for i in sorted(calls) if calls[i].name]
-        if named:
+        if named and finish != "length":  # a call cut off by the token limit is not run
             call = named[0]  # one call a step, as the loop runs them
             arguments = call.arguments or "{}"
             if call.call_id:

@@ -130,7 +130,7 @@ class ResponsesBackend(ChatLikeBackend):
                 break
         if finish is None:
             raise ServerAnswer("ended the stream before the response completed")
-        if call is not None and call["name"]:
+        if call is not None and call["name"] and finish != "length":
             if call["call_id"]:
                 self.call_ids[call_key(call["name"], call["arguments"])] = call["call_id"]
             yield from writer.call(call["name"], call["arguments"] or "{}")

@@ -194,3 +194,30 @@ def test_the_writer_closes_reasoning_without_an_answer_as_no_answer() -> None:
     writer = HarmonyWriter()
     pieces = [*writer.reason("thinking"), *writer.finish(StopReason.END_OF_STREAM)]
     assert _text(pieces) == "<|channel|>analysis<|message|>thinking<|end|>"
+
+
+def test_blank_text_before_a_call_is_not_an_answer_and_a_cut_call_is_not_run() -> None:
+    writer = HarmonyWriter()
+    pieces = [*writer.answer("\n\n"), *writer.call("python", '{"code": "1"}')]
+    assert _text(pieces) == "<|channel|>analysis to=python code<|message|>1<|call|>"
+
+    def cut(_body: Any) -> Reply:
+        chunk = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "id": "x", "type": "function",
+                              "function": {"name": "python", "arguments": '{"code": "pri'}}]},
+                    "finish_reason": "length",
+                }
+            ],
+        }  # fmt: skip
+        return 200, "text/event-stream", [f"data: {json.dumps(chunk)}\n\n".encode()]
+
+    generation, pieces = _run("vllm", PROMPT, "chat", {"/v1/chat/completions": cut})
+    assert generation.stop_reason is StopReason.MAX_TOKENS
+    assert tokens.CALL not in _text(pieces)

@@ -180,3 +180,10 @@ def test_token_counts_are_recorded_per_turn_and_listed(
     assert (last.prompt, last.completion, last.reasoning, last.calls) == (352, 72, 32, 2)
     assert info.tokens == 352 + 72
     assert "reasoning 32" in last.describe()
+
+
+def test_verbose_names_the_dialect_at_start(lmc_env: dict[str, str]) -> None:
+    with serving(SERVERS["lmstudio"]) as recorded:
+        result = _run(lmc_env, "run", "-y", "--verbose", "--api-base", recorded.root, PROMPT)
+    assert result.exit_code == 0, result.stderr
+    assert "lmc: dialect: chat (LM Studio: Chat Completions)\n" in result.stderr

@@ -302,7 +302,9 @@ LLAMA_MODELS = {
 # choices [{index, delta, logprobs, finish_reason}]. Since 0.3.23 gpt-oss's reasoning comes in
 # "reasoning" (lmstudio-bug-tracker issue #894; a recorded gpt-oss-20b answer with
 # "reasoning" and "system_fingerprint":"openai/gpt-oss-20b"). /api/v0/models is LM Studio's
-# own REST API (lmstudio-ai/docs 1_developer/2_rest/endpoints.mdx).
+# own REST API (lmstudio-ai/docs 1_developer/2_rest/endpoints.mdx). A tool call's deltas are
+# the fields of OpenAI's streamed tool call (index, id, type, function {name, arguments}),
+# which LM Studio's OpenAI-compatible endpoint mirrors, inside LM Studio's own envelope.
 
 _LMS_MODEL = "openai/gpt-oss-20b"
 
