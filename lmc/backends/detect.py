@@ -9,9 +9,10 @@ local ports (a given ``--api-base`` wins; the prefix is never sent).
 1. Ollama (``GET /api/version`` answers): its native ``/api/chat`` (thinking and tool calls
    as objects);
 2. LM Studio (``GET /api/v0/models``, its own REST API, answers): Chat Completions;
-3. otherwise one token of a raw completion, biased towards ``<|channel|>``: raw completions
-   when the marker comes back, Chat Completions when it is stripped or the server does not
-   serve ``/v1/completions`` (hosted providers), raw as before when it cannot tell.
+3. otherwise one token of a raw completion, biased towards ``<|channel|>`` (gpt-oss starts
+   every answer with it anyway): raw completions when the marker comes back, Chat Completions
+   when it is stripped, when plain text comes back instead (the server templates the prompt
+   itself) or when the server does not serve ``/v1/completions`` (hosted providers).
 
 Without ``--model`` the server's model list is asked; the only model, or the only gpt-oss
 one, is taken, and otherwise the error lists them. A server without a list gets requests
@@ -163,7 +164,9 @@ def _raw_probe(probe: _Probe, model: str | None) -> tuple[str, str, bool]:
         return "completions", "the server returns Harmony's special tokens", True
     if not text:
         return "chat", "the server strips Harmony's special tokens from raw completions", False
-    return "completions", "raw completions (the server ignored the probe's logit bias)", False
+    # gpt-oss always starts with <|channel|> (kept, or stripped to nothing): plain text here
+    # is a server that applies its own template to the prompt.
+    return "chat", f"the server's raw completion began {text[:20]!r}, not a Harmony marker", False
 
 
 def detect(config: BackendConfig) -> Detected:

@@ -221,3 +221,15 @@ def test_blank_text_before_a_call_is_not_an_answer_and_a_cut_call_is_not_run() -
     generation, pieces = _run("vllm", PROMPT, "chat", {"/v1/chat/completions": cut})
     assert generation.stop_reason is StopReason.MAX_TOKENS
     assert tokens.CALL not in _text(pieces)
+
+
+def test_a_server_that_templates_raw_prompts_gets_chat() -> None:
+    """Ollama's /v1/completions (without its own /api/version to tell it): the probe's first
+    token comes back as plain text, which gpt-oss never starts with, so Chat Completions."""
+    routes = {
+        "/v1/models": SERVERS["vllm"]["/v1/models"],
+        "/v1/completions": SERVERS["ollama"]["/v1/completions"],
+    }
+    with serving(routes) as recorded:
+        found = detect(BackendConfig(api_base=recorded.root))
+    assert found.dialect == "chat" and "began 'Hello'" in found.reason

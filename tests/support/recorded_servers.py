@@ -454,6 +454,14 @@ def _ollama_text(text: str, finish: str | None = None) -> bytes:
 
 
 def ollama_completions(body: dict[str, Any] | None) -> Reply:
+    if body and not body.get("stream"):  # a whole Completion (openai/openai.go)
+        answer = (
+            '{"id":"cmpl-415","object":"text_completion","created":1754425339,'
+            '"model":"gpt-oss:20b","system_fingerprint":"fp_ollama","choices":[{"text":"Hello",'
+            '"index":0,"finish_reason":"length"}],"usage":{"prompt_tokens":71,'
+            '"completion_tokens":1,"total_tokens":72}}'
+        )
+        return 200, "application/json", [answer.encode()]
     events = [_ollama_text(p) for p in _split(ANSWER)]
     events.append(_ollama_text("", "stop"))
     return 200, "text/event-stream", _sse(*events)
