@@ -147,6 +147,9 @@ def _raw_probe(probe: _Probe, model: str | None) -> tuple[str, str, bool]:
         body["model"] = model
     url = f"{probe.v1}/completions"
     response = probe.post(url, body)
+    if response.status_code in (400, 422):  # perhaps the bias it refuses: once without
+        body.pop("logit_bias")
+        response = probe.post(url, body)
     if response.status_code in _NOT_SERVED:
         return (
             "chat",
@@ -159,7 +162,8 @@ def _raw_probe(probe: _Probe, model: str | None) -> tuple[str, str, bool]:
     try:
         text = str(response.json()["choices"][0].get("text") or "")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        return "chat", "the server's raw completion is not OpenAI's shape", False
+        # Not OpenAI's shape: raw as before, each answer checked for the markers.
+        return "completions", "raw completions (the server's answer to a probe was unclear)", False
     if "<|" in text:
         return "completions", "the server returns Harmony's special tokens", True
     if not text:

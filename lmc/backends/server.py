@@ -16,8 +16,8 @@ def open_server_backend(config: BackendConfig) -> Backend:
         from lmc.backends.openai_server import OpenAIServerBackend
 
         raw = OpenAIServerBackend(found.config)
-        # A forced raw dialect is checked on every answer; a probed one was checked already.
-        raw.check_markers = config.api_style == "completions"
+        # Every answer is checked for the markers unless the probe saw them come back.
+        raw.check_markers = not found.markers_checked
         backend = raw
     elif found.dialect == "chat":
         from lmc.backends.chat import ChatBackend
