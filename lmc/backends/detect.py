@@ -82,7 +82,7 @@ class _Probe:
 
     def get(self, url: str) -> Any | None:
         """The JSON at ``url``, or None when it is not there (an error status, not JSON)."""
-        with server_errors(url, self.timeout, self.key_from):
+        with server_errors(self.root, self.timeout, self.key_from):
             response = self.client.get(url)
             if response.status_code in (401, 403):
                 response.raise_for_status()
@@ -94,7 +94,7 @@ class _Probe:
             return None
 
     def post(self, url: str, body: dict[str, Any]) -> httpx.Response:
-        with server_errors(url, self.timeout, self.key_from):
+        with server_errors(self.root, self.timeout, self.key_from):
             response = self.client.post(url, json=body)
             if response.status_code in (401, 403):
                 response.raise_for_status()
