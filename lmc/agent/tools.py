@@ -141,7 +141,8 @@ def argument_schemas(messages: Iterable[HarmonyMessage]) -> dict[str, dict[str, 
 def function_specs(messages: Iterable[HarmonyMessage]) -> list[FunctionSpec]:
     """Every tool the prompt's messages define, as JSON-Schema functions for servers that
     template the conversation themselves: the built-in python tool as ``python`` taking its
-    code in ``code``, each ``functions.X`` as ``X``."""
+    code in ``code``, each ``functions.X`` as ``X``, a built-in namespace's tool
+    (``browser.search``) as ``browser_search``."""
     specs: list[FunctionSpec] = []
     for message in messages:
         for content in message.content:
@@ -154,7 +155,13 @@ def function_specs(messages: Iterable[HarmonyMessage]) -> list[FunctionSpec]:
                     specs.append(FunctionSpec(namespace.name, description, CODE_SCHEMA))
                 for tool in namespace.tools:
                     parameters = tool.parameters or {"type": "object", "properties": {}}
-                    specs.append(FunctionSpec(tool.name, tool.description, parameters))
+                    if namespace.name == "functions":
+                        specs.append(FunctionSpec(tool.name, tool.description, parameters))
+                        continue
+                    # A built-in namespace's tool (browser.search): browser_search.
+                    recipient = f"{namespace.name}.{tool.name}"
+                    name = recipient.replace(".", "_")
+                    specs.append(FunctionSpec(name, tool.description, parameters, recipient))
     return specs
 
 

@@ -47,6 +47,7 @@ class ChatLikeBackend(Backend):
         self._client = make_client(config, key)
         #: (function, arguments) of calls the server made -> the id it gave them.
         self.call_ids: dict[tuple[str, str], str] = {}
+        self.recipients: dict[str, str | None] = {}
 
     @abstractmethod
     def endpoint(self, api_base: str) -> str:
@@ -69,6 +70,8 @@ class ChatLikeBackend(Backend):
         cancel: threading.Event | None = None,
     ) -> Generation:
         settings = settings or SamplingSettings()
+        #: Functions of built-in namespaces -> their Harmony recipients (browser.search).
+        self.recipients = {f.name: f.recipient for f in settings.functions or () if f.recipient}
         body = self.body(read_prompt(prompt, self.call_ids), settings)
         generation = StreamGeneration(0)
         generation.run = self._run(generation, body, cancel)

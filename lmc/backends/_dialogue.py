@@ -88,9 +88,12 @@ def _instructions(developer_text: str) -> str:
 
 
 def function_name(recipient: str) -> str:
-    """The chat function a Harmony recipient calls: ``python``, ``functions.shell`` -> shell."""
+    """The chat function a Harmony recipient calls: ``python``, ``functions.shell`` -> shell,
+    ``browser.search`` -> browser_search."""
     name = recipient.split(maxsplit=1)[0] if recipient.split() else recipient
-    return name.removeprefix("functions.")
+    if name.startswith("functions."):
+        return name.removeprefix("functions.")
+    return name.replace(".", "_")
 
 
 def call_arguments(name: str, text: str) -> str:
@@ -201,9 +204,14 @@ class HarmonyWriter:
         self.text += text
         yield from self._write("final", text)
 
-    def call(self, name: str, arguments: str) -> Iterator[Piece]:
-        """A whole tool call, ending in ``<|call|>``."""
-        if name == "python":
+    def call(self, name: str, arguments: str, recipient: str | None = None) -> Iterator[Piece]:
+        """A whole tool call, ending in ``<|call|>``; ``recipient`` for a built-in namespace's
+        tool (``browser.search``), which gpt-oss calls on analysis with JSON arguments."""
+        if recipient is not None:
+            yield from self._header("analysis", f" to={recipient} code")
+            yield Piece(tokens.MESSAGE, special=True)
+            yield Piece(arguments)
+        elif name == "python":
             yield from self._header("analysis", " to=python code")
             yield Piece(tokens.MESSAGE, special=True)
             yield Piece(_python_code(arguments))

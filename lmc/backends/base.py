@@ -53,6 +53,8 @@ class FunctionSpec:
     name: str
     description: str
     parameters: Mapping[str, Any]
+    #: The Harmony recipient when it is not ``functions.NAME`` (``browser.search``).
+    recipient: str | None = None
 
 
 @dataclass(slots=True)

@@ -195,7 +195,7 @@ class ChatBackend(ChatLikeBackend):
             arguments = call.arguments or "{}"
             if call.call_id:
                 self.call_ids[call_key(call.name, arguments)] = call.call_id
-            yield from writer.call(call.name, arguments)
+            yield from writer.call(call.name, arguments, self.recipients.get(call.name))
             generation.stop_reason = StopReason.CALL
             return
         reason = stop_after_answer(writer, finish)

@@ -139,7 +139,7 @@ class OllamaBackend(ChatLikeBackend):
             call_id, name, arguments = call
             if call_id:
                 self.call_ids[call_key(name, arguments)] = call_id
-            yield from writer.call(name, arguments)
+            yield from writer.call(name, arguments, self.recipients.get(name))
             generation.stop_reason = StopReason.CALL
             return
         if done_reason == "length":

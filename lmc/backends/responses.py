@@ -133,7 +133,9 @@ class ResponsesBackend(ChatLikeBackend):
         if call is not None and call["name"] and finish != "length":
             if call["call_id"]:
                 self.call_ids[call_key(call["name"], call["arguments"])] = call["call_id"]
-            yield from writer.call(call["name"], call["arguments"] or "{}")
+            yield from writer.call(
+                call["name"], call["arguments"] or "{}", self.recipients.get(call["name"])
+            )
             generation.stop_reason = StopReason.CALL
             return
         reason = stop_after_answer(writer, finish)

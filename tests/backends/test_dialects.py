@@ -233,3 +233,25 @@ def test_a_server_that_templates_raw_prompts_gets_chat() -> None:
     with serving(routes) as recorded:
         found = detect(BackendConfig(api_base=recorded.root))
     assert found.dialect == "chat" and "began 'Hello'" in found.reason
+
+
+def test_the_browser_goes_as_functions_and_comes_back_as_its_own_recipient() -> None:
+    from lmc.agent.tools import function_specs, system_message
+
+    specs = {f.name: f for f in function_specs([system_message("low", browser=True)])}
+    assert specs["browser_search"].recipient == "browser.search"
+    assert specs["python"].recipient is None and "code" in specs["python"].parameters["required"]
+    writer = HarmonyWriter()
+    pieces = list(writer.call("browser_search", '{"query":"gpt-oss"}', "browser.search"))
+    assert _text(pieces) == (
+        '<|channel|>analysis to=browser.search code<|message|>{"query":"gpt-oss"}<|call|>'
+    )
+    prompt = read_prompt(
+        PROMPT
+        + _text(pieces)
+        + "<|start|>browser.search to=assistant<|channel|>analysis<|message|>[0] …<|end|>"
+        + "<|start|>assistant"
+    )
+    call, result = prompt.turns[-2:]
+    assert (call.kind, call.name, call.text) == ("call", "browser_search", '{"query":"gpt-oss"}')
+    assert (result.kind, result.name, result.call_id) == ("result", "browser_search", call.call_id)
