@@ -187,3 +187,12 @@ def test_verbose_names_the_dialect_at_start(lmc_env: dict[str, str]) -> None:
         result = _run(lmc_env, "run", "-y", "--verbose", "--api-base", recorded.root, PROMPT)
     assert result.exit_code == 0, result.stderr
     assert "lmc: dialect: chat (LM Studio: Chat Completions)\n" in result.stderr
+
+
+def test_doctor_fails_in_one_line_when_the_server_is_not_there(lmc_env: dict[str, str]) -> None:
+    with serving({}) as recorded:
+        root = recorded.root
+    result = _run(lmc_env, "doctor", "--api-base", root)  # the port is closed now
+    assert result.exit_code == 1
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("  ✗ server")]
+    assert f"cannot connect to {root}: " in line
