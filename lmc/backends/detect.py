@@ -12,7 +12,8 @@ local ports (a given ``--api-base`` wins; the prefix is never sent).
 3. otherwise one token of a raw completion, biased towards ``<|channel|>`` (gpt-oss starts
    every answer with it anyway): raw completions when the marker comes back, Chat Completions
    when it is stripped, when plain text comes back instead (the server templates the prompt
-   itself) or when the server does not serve ``/v1/completions`` (hosted providers).
+   itself) or when the server does not serve ``/v1/completions`` (hosted providers); the
+   Responses API when it serves neither that nor ``/v1/chat/completions``.
 
 Without ``--model`` the server's model list is asked; the only model, or the only gpt-oss
 one, is taken, and otherwise the error lists them. A server without a list gets requests
@@ -45,6 +46,7 @@ SHORTCUTS: Final = {
 _PROBE_PROMPT: Final = "<|start|>user<|message|>Hi<|end|><|start|>assistant"
 _CHANNEL_ID: Final = "200005"
 _NOT_SERVED: Final = frozenset({400, 404, 405, 422, 501})
+_NO_RAW: Final = "the server does not serve raw completions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,7 @@ def _raw_probe(probe: _Probe, model: str | None) -> tuple[str, str, bool]:
     if response.status_code in _NOT_SERVED:
         return (
             "chat",
-            f"the server does not serve raw completions (HTTP {response.status_code})",
+            f"{_NO_RAW} (HTTP {response.status_code})",
             False,
         )
     if response.status_code >= 400:
@@ -193,9 +195,20 @@ def detect(config: BackendConfig) -> Detected:
         if shortcut == "chat" or _is_lm_studio(probe):
             return Detected(config, "chat", "LM Studio: Chat Completions")
         dialect, why, checked = _raw_probe(probe, config.model)
+        if dialect == "chat" and why.startswith(_NO_RAW) and not _serves_chat(probe, config.model):
+            return Detected(config, "responses", "the server serves only the Responses API")
         return Detected(config, dialect, why, markers_checked=checked)
     finally:
         probe.client.close()
+
+
+def _serves_chat(probe: _Probe, model: str | None) -> bool:
+    """Whether ``/v1/chat/completions`` is there (one token asked; only a missing route says
+    no: any other answer, even an error, is a server that has it)."""
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+    if model:
+        body["model"] = model
+    return probe.post(f"{probe.v1}/chat/completions", body).status_code not in (404, 405, 501)
 
 
 def _is_ollama(probe: _Probe) -> bool:

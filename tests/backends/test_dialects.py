@@ -255,3 +255,14 @@ def test_the_browser_goes_as_functions_and_comes_back_as_its_own_recipient() -> 
     call, result = prompt.turns[-2:]
     assert (call.kind, call.name, call.text) == ("call", "browser_search", '{"query":"gpt-oss"}')
     assert (result.kind, result.name, result.call_id) == ("result", "browser_search", call.call_id)
+
+
+def test_a_server_with_only_the_responses_api_gets_it() -> None:
+    from support.recorded_servers import vllm_responses
+
+    routes = {"/v1/models": SERVERS["vllm"]["/v1/models"], "/v1/responses": vllm_responses}
+    with serving(routes) as recorded:
+        found = detect(BackendConfig(api_base=recorded.root))
+    assert found.dialect == "responses"
+    generation, pieces = _run("vllm", AFTER_CALL, routes=routes)
+    assert generation.stop_reason is StopReason.RETURN and ANSWER in _text(pieces)
