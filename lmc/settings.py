@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 from lmc.errors import ConfigError
 
 __all__ = [
+    "API_STYLES",
     "COMMAND_OPTIONS",
     "OPTIONS",
     "REASONING_LEVELS",
@@ -57,6 +58,8 @@ Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names
 
 REASONING_LEVELS: Final = ("low", "medium", "high")
 SANDBOX_MODES: Final = ("off", "workspace", "read-only")
+#: The dialects a server is spoken to in (lmc.backends.detect).
+API_STYLES: Final = ("auto", "completions", "chat", "responses", "ollama")
 
 #: The commands that talk to a model: ``lmc`` (chat), ``lmc run`` and ``lmc serve``.
 RUNS: Final = frozenset({"chat", "run", "serve"})
@@ -169,6 +172,24 @@ class Settings:
         metavar="URL",
         help="Use an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1).",
         commands=RUNS_AND_DOCTOR,
+    )
+    #: How to talk to api_base (lmc.backends.detect): auto finds the dialect that keeps most.
+    api_style: str = option(
+        "auto",
+        kind="choice",
+        choices=API_STYLES,
+        flags=("--api-style",),
+        metavar="STYLE",
+        help="How to talk to --api-base: auto, completions (raw Harmony), chat (Chat "
+        "Completions), responses (Responses API), ollama (Ollama's /api/chat) [default: auto].",
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: The variable holding the server's API key, read after LMC_API_KEY; the key itself is
+    #: never a setting (never stored in the file).
+    api_key_env: str = option(
+        "OPENAI_API_KEY",
+        kind="text",
+        help="The environment variable with the server's API key, read after LMC_API_KEY.",
     )
     replay: str | None = option(
         None,

@@ -238,6 +238,25 @@ def check_kernel_gateway(settings: Settings) -> None:
         check_gateway(gateway)
 
 
+def warn_cpu_only_once(say: Callable[[str], None]) -> None:
+    """At the first chat on a machine with a GPU that llama.cpp cannot use, say so once
+    (``lmc doctor`` says it every time)."""
+    from lmc.backends.gpu import cpu_only_warning
+
+    stamp = data_dir() / "gpu-warning-given"
+    if stamp.exists():
+        return
+    warning = cpu_only_warning()
+    if warning is None:
+        return
+    say(f"warning: {warning}")
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:
+        pass  # said again next time: better than never
+
+
 def make_interpreter(
     settings: Settings, conversation_id: str | None = None, backend: Any = None
 ) -> Any:
