@@ -15,7 +15,13 @@ import sys
 from typing import Any
 
 from lmc.cli.options import SharedOptions
-from lmc.cli.session import EXIT_USAGE, make_interpreter, report, settings_for
+from lmc.cli.session import (
+    EXIT_USAGE,
+    check_kernel_gateway,
+    make_interpreter,
+    report,
+    settings_for,
+)
 from lmc.errors import LmcError
 
 __all__ = ["TOKEN_VARIABLE", "serve"]
@@ -72,6 +78,7 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
     try:
         settings = settings_for(options)
         verbose = settings.verbose
+        check_kernel_gateway(settings)  # each connection gets its own kernels there
         sock = _bind(host, port)
         shared = None
         from lmc.backends import is_server_shortcut
