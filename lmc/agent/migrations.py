@@ -60,7 +60,26 @@ def m002_message_harmony_text(db: sqlite3.Connection) -> None:
 
 
 @_migration
-def m003_checkpoints_and_message_meta(db: sqlite3.Connection) -> None:
+def m003_token_usage(db: sqlite3.Connection) -> None:
+    # Tokens each model call took (prompt, completion, reasoning), by the turn it served:
+    # %tokens and `lmc history` show them for every dialect.
+    db.execute(
+        """
+        CREATE TABLE token_usage (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            turn INTEGER NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            reasoning_tokens INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+
+
+@_migration
+def m004_checkpoints_and_message_meta(db: sqlite3.Connection) -> None:
     # Snapshots of the working directory around each turn's code (issue 21), and lmc's own
     # facts about a message (a compaction summary and what it covers).
     db.execute(
