@@ -13,7 +13,6 @@ rather than overwrite that work. Kernel state (variables, imports, processes) ca
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,30 +97,8 @@ class Checkpointer:
         self._repo: ShadowRepo | None = None
         self._before: Snapshot | None = None
         self.disabled: str | None = None  # why checkpoints are off (said once)
-        self._warm: threading.Thread | None = None
         self._repo_lock = threading.Lock()
         self._told = False
-
-    def prestart(self) -> None:
-        """Take a first snapshot in the background (while the model writes), so that the
-        snapshot before the first block reads only what changed since."""
-        if self.disabled is not None or self._warm is not None:
-            return
-        repo = self.repo()  # here: the store is opened in the caller's thread
-        self._warm = threading.Thread(
-            target=self._warm_up, args=(repo,), name="lmc-checkpoint", daemon=True
-        )
-        self._warm.start()
-
-    @staticmethod
-    def _warm_up(repo: ShadowRepo) -> None:
-        with contextlib.suppress(WorkspaceError):  # before_block will say what is wrong
-            repo.snapshot()
-
-    def close(self) -> None:
-        """Wait for the background snapshot (git ends on its own)."""
-        if self._warm is not None:
-            self._warm.join()
 
     def repo(self) -> ShadowRepo:
         workdir = self._workdir().resolve()

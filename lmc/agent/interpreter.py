@@ -534,8 +534,6 @@ class Interpreter(WorkspaceMixin):
         prestart = getattr(self.computer, "prestart", None)
         if prestart is not None:
             prestart(["python"])
-        if isinstance(self._loop.block_hooks, Checkpointer):
-            self._loop.block_hooks.prestart()  # a folder's first snapshot reads every file
 
     def cancel(self) -> None:
         """Stop the model (or the running code) from another thread; the turn ends quietly."""
@@ -547,8 +545,6 @@ class Interpreter(WorkspaceMixin):
 
     def close(self) -> None:
         """Free the model, the kernels and the database (what this Interpreter created)."""
-        if isinstance(self._loop.block_hooks, Checkpointer):
-            self._loop.block_hooks.close()
         if self._owns_computer and self._computer is not None:
             close = getattr(self._computer, "close", None)
             if close is not None:

@@ -80,7 +80,9 @@ def estimate(text: str) -> int:
 
 
 def make(server: str, tmp_path: Path, computer: Computer, **kwargs: Any) -> Interpreter:
-    backend = open_backend(BackendConfig(api_base=server, context_size=CONTEXT))
+    # The raw dialect as set: no probe request (it would take a scripted answer).
+    config = BackendConfig(api_base=server, context_size=CONTEXT, api_style="completions")
+    backend = open_backend(config)
     return Interpreter(
         backend=backend, computer=computer, db_path=tmp_path / "c.db", auto_run=True, **kwargs
     )
