@@ -264,6 +264,15 @@ def _mcp_servers(section: object, origin: str) -> dict[str, Any]:
     return dict(parse_servers(section, origin))
 
 
+def _codex_servers(section: object, origin: str) -> dict[str, Any]:
+    """Codex's ``[mcp_servers.NAME]`` tables, an alias of ``[mcp.servers.NAME]``."""
+    if section is None:
+        return {}
+    from lmc.mcp.config import parse_codex_servers
+
+    return dict(parse_codex_servers(section, origin))
+
+
 def _choose_mcp(servers: dict[str, Any], names: object, none: object) -> dict[str, Any]:
     """``--no-mcp``: no server; ``--mcp NAME`` (repeatable): only those named."""
     if none:
@@ -275,7 +284,10 @@ def _choose_mcp(servers: dict[str, Any], names: object, none: object) -> dict[st
     if unknown:
         known = ", ".join(sorted(servers)) or "none configured"
         raise ConfigError(f"--mcp: no MCP server named {unknown[0]!r}", hint=f"servers: {known}")
-    return {name: servers[name] for name in chosen}
+    import dataclasses
+
+    # Named on the command line: used even where the config says enabled = false.
+    return {name: dataclasses.replace(servers[name], enabled=True) for name in chosen}
 
 
 def load_settings(
@@ -297,7 +309,7 @@ def load_settings(
     profiles = {
         k: v
         for k, v in document.items()
-        if isinstance(v, dict) and k not in _SECTIONS and k != "mcp"
+        if isinstance(v, dict) and k not in _SECTIONS and k not in ("mcp", "mcp_servers")
     }
 
     chosen = profile or env.get("LMC_PROFILE") or document.get("profile")
@@ -307,7 +319,8 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     _apply(values, sources, top, f"config file {path}")
-    servers = _mcp_servers(document.get("mcp"), f"config file {path}")
+    servers = _codex_servers(document.get("mcp_servers"), f"config file {path}")
+    servers.update(_mcp_servers(document.get("mcp"), f"config file {path}"))
     if chosen:
         if chosen not in profiles:
             names = ", ".join(sorted(profiles)) or "none defined"

@@ -71,7 +71,7 @@ class PlainRenderer:
         elif kind == "code" and chunk.get("role") == "computer":
             self._line_break()
             self._write(f"[{chunk.get('format')} output]\n")
-        elif isinstance(content, str) and chunk.get("format") != "active_line":
+        elif isinstance(content, str) and chunk.get("format") not in ("active_line", "progress"):
             self._write(content)
 
     def confirm(self, block: dict[str, Any]) -> bool:

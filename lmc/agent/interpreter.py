@@ -148,7 +148,8 @@ class Interpreter:
                 else parse_server(name, value, "mcp_servers")
                 for name, value in mcp_servers.items()
             }
-            self.tools = McpTools(configs)
+            root = Path(workdir) if workdir is not None else Path.cwd()
+            self.tools = McpTools(configs, roots=[root], verbose=verbose)
         self._loop = Loop(
             backend=self._get_backend,
             computer=lambda: self.computer,

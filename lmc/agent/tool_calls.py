@@ -71,6 +71,9 @@ class ExternalTools(Protocol):
         """Call it; the result (or the failure, or a cancellation) as computer content chunks.
         A ``KeyboardInterrupt`` while it waits cancels the call and goes on."""
 
+    def stream(self, tool: Any, arguments: dict[str, Any]) -> Iterator[Chunk]:
+        """As :meth:`call`, yielding ``console``/``progress`` status chunks while it runs."""
+
     def cancel(self) -> None:
         """Cancel the calls in progress (from another thread: Interpreter.cancel)."""
 
@@ -129,7 +132,12 @@ def run_tool_call(
         if loop._cancel.is_set():  # Interpreter.cancel() came before the call began
             chunks: list[Chunk] = [dict(_CANCELLED)]
         else:
-            chunks = tools.call(tool, arguments)
+            chunks = []
+            for chunk in tools.stream(tool, arguments):
+                if chunk.get("format") == "progress":  # a live status, not output
+                    yield chunk
+                else:
+                    chunks.append(chunk)
     except BaseException:
         # Ctrl-C or the consumer closing the stream: the call was cancelled.
         output.note("[interrupted]\n")

@@ -53,21 +53,43 @@ def list_servers(profile: str | None, names: list[str] | None) -> int:
         return 0
     failed = 0
     for status in server_statuses(settings):
-        config = status.config
-        print(f"{config.name} ({config.transport}: {config.describe()})")
-        if not status.started:
-            failed += 1
-            print(f"  ✗ {status.error}")
-            continue
-        print(f"  ✓ started, {len(status.tools)} tool{'s' if len(status.tools) != 1 else ''}")
-        missing = status.missing_line()
-        if missing is not None:
-            print(f"  ! {missing}")
-        width = max((len(tool.name) for tool in status.tools), default=0)
-        for tool in status.tools:
-            auto = " (auto-approved)" if tool.name in config.auto_approve else ""
-            print(f"    {tool.name:<{width}}  {_first_line(tool.description)}{auto}")
+        failed += _print_status(status)
+    disabled = [c.name for c in settings.mcp_servers.values() if not c.enabled]
+    if disabled:
+        print(f"disabled (enabled = false): {', '.join(disabled)}")
     return 1 if failed else 0
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _print_status(status: ServerStatus) -> int:
+    """Print one server's block; 1 when it did not start."""
+    config = status.config
+    print(f"{config.name} ({config.transport}: {config.describe()})")
+    if not status.started:
+        print(f"  ✗ {status.error}")
+        return 1
+    offered = [_count(len(status.tools), "tool")]
+    offered += [_count(len(status.resources), "resource"), _count(len(status.prompts), "prompt")]
+    print(f"  ✓ started, {', '.join(offered)}")
+    for note in status.notes:
+        print(f"  ! {note}")
+    width = max((len(tool.name) for tool in status.tools), default=0)
+    for tool in status.tools:
+        auto = " (auto-approved)" if tool.name in config.auto_approve else ""
+        print(f"    {tool.name:<{width}}  {_first_line(tool.description)}{auto}")
+    if status.resources:
+        print("  resources:")
+        for res in status.resources:
+            print(f"    {res.uri}  {res.name}")
+    if status.prompts:
+        print("  prompts:")
+        for prompt in status.prompts:
+            args = ", ".join(name + ("" if needed else "?") for name, needed in prompt.arguments)
+            print(f"    {prompt.name}({args})  {_first_line(prompt.description)}")
+    return 0
 
 
 @mcp_app.command("list")

@@ -1,0 +1,144 @@
+"""OAuth for HTTP servers (``oauth = true``): the SDK's client auth, tokens kept by lmc.
+
+The SDK's :class:`~mcp.client.auth.OAuthClientProvider` runs the authorization-code flow with
+PKCE, registers lmc as a client where the server allows it, and refreshes tokens. lmc gives it
+a store (one JSON file per server in lmc's data dir, mode 0600) and the two halves of the
+person's part: the authorization URL is printed (and opened in a browser when there is one),
+and the redirect comes back to a one-shot HTTP listener on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qs, urlparse
+
+import anyio
+
+from lmc.mcp.config import McpServerConfig
+
+if TYPE_CHECKING:
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+__all__ = ["REDIRECT_PORT", "TokenFile", "oauth_provider", "token_path"]
+
+#: The loopback port the authorization server redirects to (registered with the client).
+REDIRECT_PORT: Final = 33418
+#: How long the person has to sign in.
+_SIGN_IN_WAIT: Final = 300.0
+
+
+def token_path(name: str) -> Path:
+    from lmc.paths import data_dir
+
+    return data_dir() / "mcp-oauth" / f"{name}.json"
+
+
+class TokenFile:
+    """The SDK's token storage as one JSON file, written 0600 (tokens are secrets)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, key: str, value: dict[str, Any]) -> None:
+        data = self._read()
+        data[key] = value
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(data, file)
+        self.path.chmod(0o600)  # an older file may have had other bits
+
+    async def get_tokens(self) -> OAuthToken | None:
+        from mcp.shared.auth import OAuthToken
+
+        raw = self._read().get("tokens")
+        return OAuthToken.model_validate(raw) if isinstance(raw, dict) else None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self._write("tokens", tokens.model_dump(mode="json", exclude_none=True))
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        raw = self._read().get("client")
+        return OAuthClientInformationFull.model_validate(raw) if isinstance(raw, dict) else None
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self._write("client", client_info.model_dump(mode="json", exclude_none=True))
+
+
+async def _show_url(url: str) -> None:
+    sys.stderr.write(f"lmc: sign in to the MCP server in a browser: {url}\n")
+    sys.stderr.flush()
+    try:
+        import webbrowser
+
+        webbrowser.open(url)
+    except Exception:  # no browser here: the printed URL is enough
+        return
+
+
+async def _await_redirect() -> Any:
+    """Serve one request on the loopback redirect URI; the code and state it carries."""
+    from mcp.client.auth import AuthorizationCodeResult
+
+    received: dict[str, list[str]] = {}
+    done = anyio.Event()
+
+    async def handle(stream: Any) -> None:
+        async with stream:
+            request = (await stream.receive(65536)).decode("latin-1")
+            target = request.split(" ", 2)[1] if request.count(" ") >= 2 else "/"
+            received.update(parse_qs(urlparse(target).query))
+            body = b"Signed in: you can close this page and go back to lmc."
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            await stream.send(head + body)
+            done.set()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=REDIRECT_PORT)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, handle)
+        with anyio.fail_after(_SIGN_IN_WAIT):
+            await done.wait()
+        group.cancel_scope.cancel()
+    code = received.get("code", [""])[0]
+    if not code:
+        error = received.get("error", ["no code"])[0]
+        raise PermissionError(f"the sign-in did not complete ({error})")
+    return AuthorizationCodeResult(code=code, state=received.get("state", [None])[0])
+
+
+def oauth_provider(config: McpServerConfig) -> OAuthClientProvider:
+    """The SDK's OAuth provider for ``config`` with lmc's token file and redirect."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientMetadata
+
+    redirect = f"http://127.0.0.1:{REDIRECT_PORT}/callback"
+    metadata = OAuthClientMetadata.model_validate(
+        {
+            "client_name": "lmc",
+            "redirect_uris": [redirect],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
+    )
+    return OAuthClientProvider(
+        server_url=str(config.url),
+        client_metadata=metadata,
+        storage=TokenFile(token_path(config.name)),
+        redirect_handler=_show_url,
+        callback_handler=_await_redirect,
+    )
