@@ -1,8 +1,12 @@
 """``lmc mcp serve``: lmc as an MCP server on stdio, so other agents run code in its kernels.
 
 Two tools: ``run_code(language, code)`` runs code in a stateful kernel of that language and
-returns its output (text, and images as image content); ``languages`` says which languages
-run here. A stdio server serves exactly one client session, so the session's kernels are the
+returns its output (text, and images as image content), shortened to its beginning and end
+past :data:`OUTPUT_LIMIT` characters as the terminal's model sees it (with a note saying so);
+``languages`` says which languages run here (only those that do: no AppleScript off macOS, no
+language whose program is missing). A failure of lmc's own (a kernel that cannot start, an
+error in lmc) comes back as ``isError: true`` with one line; an error in the code is the
+code's output, as in a notebook. A stdio server serves exactly one client session, so the session's kernels are the
 process's kernels: state is kept between calls of one client and never shared with another.
 The :class:`~lmc.computer.Computer` comes from the caller (the CLI builds it the way ``lmc
 run`` does, sandbox included) and is created on the first call.
@@ -26,7 +30,10 @@ if TYPE_CHECKING:
 
     from lmc.messages import Chunk
 
-__all__ = ["RUN_CODE_DESCRIPTION", "build_server", "serve_stdio"]
+__all__ = ["OUTPUT_LIMIT", "RUN_CODE_DESCRIPTION", "build_server", "serve_stdio"]
+
+#: The most characters of output one call returns (as much as lmc's own model reads).
+OUTPUT_LIMIT = 6_000
 
 RUN_CODE_DESCRIPTION = (
     "Run code on this computer in a stateful kernel: variables, imports and the working "
@@ -60,30 +67,22 @@ class _Kernels:
 
     def run(self, language: str, code: str) -> CallToolResult:
         from lmc.computer.languages import resolve_language
+        from lmc.computer.output import bound_output
 
-        if resolve_language(language) is None:
+        resolved = resolve_language(language)
+        if resolved is None or resolved.name not in _language_names():
             known = ", ".join(_language_names())
-            text = f"lmc cannot run {language!r} code; it runs {known}."
-            return CallToolResult(content=[TextContent(text=text)], is_error=True)
-        content: list[Any] = []
-        output: list[str] = []
-        with self._lock:
-            for chunk in self.computer().run(language, code):
-                if "content" not in chunk or chunk.get("format") == "active_line":
-                    continue
-                kind, fmt = chunk["type"], chunk.get("format")
-                if kind == "console" and fmt == "output":
-                    output.append(chunk["content"])
-                elif kind == "image" and fmt in _MIME:
-                    content.append(ImageContent(data=chunk["content"], mime_type=_MIME[str(fmt)]))
-                elif kind == "image":
-                    output.append(f"[image saved to {chunk['content']}]\n")
-                elif kind == "code" and fmt == "html":
-                    output.append("[HTML output]\n")
-                elif kind == "message":
-                    output.append(str(chunk["content"]) + "\n")
-        text = "".join(output) or "(no output)"
-        return CallToolResult(content=[TextContent(text=text), *content])
+            return _error(f"lmc cannot run {language!r} code here; it runs {known}.")
+        try:
+            with self._lock:
+                content, output = _collect(self.computer().run(language, code))
+        except Exception as exc:  # lmc's failure, not the code's: the client must know
+            return _error(f"lmc failed to run the code: {_one_line(exc)}")
+        text = "".join(output)
+        shown = bound_output(text, OUTPUT_LIMIT) if text else "(no output)"
+        if len(text) > OUTPUT_LIMIT:
+            shown += f"\n[output shortened: {len(text):,} characters in all]\n"
+        return CallToolResult(content=[TextContent(text=shown), *content])
 
     def interrupt(self) -> None:
         if self._computer is not None:
@@ -95,30 +94,64 @@ class _Kernels:
             self._computer = None
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join((str(exc) or type(exc).__name__).split())[:300]
+
+
+def _error(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(text=text)], is_error=True)
+
+
+def _collect(chunks: Iterable[Chunk]) -> tuple[list[Any], list[str]]:
+    """A run's images (as image content) and text pieces."""
+    content: list[Any] = []
+    output: list[str] = []
+    for chunk in chunks:
+        if "content" not in chunk or chunk.get("format") == "active_line":
+            continue
+        kind, fmt = chunk["type"], chunk.get("format")
+        if kind == "console" and fmt == "output":
+            output.append(chunk["content"])
+        elif kind == "image" and fmt in _MIME:
+            content.append(ImageContent(data=chunk["content"], mime_type=_MIME[str(fmt)]))
+        elif kind == "image":
+            output.append(f"[image saved to {chunk['content']}]\n")
+        elif kind == "code" and fmt == "html":
+            output.append("[HTML output]\n")
+        elif kind == "message":
+            output.append(str(chunk["content"]) + "\n")
+    return content, output
+
+
 def _language_names() -> list[str]:
+    """The languages that run here: AppleScript only on macOS, others when installed."""
+    import shutil
+    import sys
+
     from lmc.computer.languages import LANGUAGES
 
-    return [language.name for language in LANGUAGES]
+    names = []
+    for language in LANGUAGES:
+        if language.runner == "applescript" and sys.platform != "darwin":
+            continue
+        if language.requires is not None and shutil.which(language.requires) is None:
+            continue
+        names.append(language.name)
+    return names
 
 
 def _languages_text() -> str:
-    import shutil
-
-    from lmc.computer.languages import LANGUAGES
-
-    lines = []
-    for language in LANGUAGES:
-        missing = language.requires is not None and shutil.which(language.requires) is None
-        note = f" (not installed here: {language.install_hint})" if missing else ""
-        lines.append(f"{language.name}{note}")
-    return "\n".join(lines)
+    return "\n".join(_language_names())
 
 
 def build_server(make_computer: Callable[[], _Runs]) -> tuple[MCPServer, _Kernels]:
     """The MCP server and the kernels it runs code in (close them when it ends)."""
     kernels = _Kernels(make_computer)
+    from lmc import __version__
+
     server: MCPServer = MCPServer(
         "lmc",
+        version=__version__,
         instructions="Runs code in lmc's stateful Jupyter kernels on this computer.",
     )
 

@@ -19,6 +19,7 @@ TOOLS = [
     "toy__slow",
     "toy__patient",
     "toy__steps",
+    "toy__roots",
     "toy__crash",
 ]
 

@@ -72,6 +72,22 @@ async def steps(ctx: Context) -> str:
     return "three steps done"
 
 
+@server.tool(description="The client's roots, one URI a line.")
+async def roots(ctx: Context) -> str:
+    listed = await ctx.session.list_roots()
+    return "\n".join(str(root.uri) for root in listed.roots)
+
+
+@server.resource("note://today", description="Today's note.")
+def today() -> str:
+    return "buy milk"
+
+
+@server.prompt(description="Ask for a review of some code.")
+def review(code: str) -> str:
+    return f"Please review this code:\n{code}"
+
+
 @server.tool(description="Exit the server process in the middle of the call.")
 def crash() -> str:
     sys.stderr.write("toy server: crashing on purpose\n")
