@@ -6,7 +6,9 @@ past :data:`OUTPUT_LIMIT` characters as the terminal's model sees it (with a not
 ``languages`` says which languages run here (only those that do: no AppleScript off macOS, no
 language whose program is missing). A failure of lmc's own (a kernel that cannot start, an
 error in lmc) comes back as ``isError: true`` with one line; an error in the code is the
-code's output, as in a notebook. A stdio server serves exactly one client session, so the session's kernels are the
+code's output, as in a notebook.
+
+A stdio server serves exactly one client session, so the session's kernels are the
 process's kernels: state is kept between calls of one client and never shared with another.
 The :class:`~lmc.computer.Computer` comes from the caller (the CLI builds it the way ``lmc
 run`` does, sandbox included) and is created on the first call.
