@@ -193,9 +193,7 @@ def _typed(declared: str, schema: Mapping[str, Any], indent: str, depth: int, ct
         return _SIMPLE[declared]
     if declared == "array":
         return _array(schema, indent, depth, ctx)
-    if declared == "null" and depth > 1:
-        return "null"  # inside a union; a lone ``null`` property stays ``any`` as in harmony
-    return "any"
+    return "any"  # a lone ``null`` too, as in harmony (in a union it is written ``null``)
 
 
 def _array(schema: Mapping[str, Any], indent: str, depth: int, ctx: _Ctx) -> str:
@@ -235,6 +233,9 @@ def _union(variants: list[Any], indent: str, depth: int, ctx: _Ctx) -> str:
     """``anyOf`` as an inline union, ``null`` last (``number | null`` for ``X | None``)."""
     types: list[str] = []
     for variant in variants:
+        if isinstance(variant, Mapping) and variant.get("type") == "null":
+            types.append("null")
+            continue
         text = _type_of(variant, indent, depth + 1, ctx)
         if isinstance(variant, Mapping):
             text = _with_null(variant, text)

@@ -13,8 +13,7 @@ process's kernels: state is kept between calls of one client and never shared wi
 The :class:`~lmc.computer.Computer` comes from the caller (the CLI builds it the way ``lmc
 run`` does, sandbox included) and is created on the first call.
 
-Only ``lmc mcp serve`` imports this module, so it imports the SDK at once (the SDK reads the
-tools' annotations, which must resolve in this module).
+Only ``lmc mcp serve`` imports this module, so it imports the SDK at once.
 """
 
 from __future__ import annotations
@@ -24,8 +23,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, ImageContent, TextContent
+from mcp.server.lowlevel import Server
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ImageContent,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -146,19 +153,48 @@ def _languages_text() -> str:
     return "\n".join(_language_names())
 
 
-def build_server(make_computer: Callable[[], _Runs]) -> tuple[MCPServer, _Kernels]:
-    """The MCP server and the kernels it runs code in (close them when it ends)."""
-    kernels = _Kernels(make_computer)
+def _tools() -> list[Tool]:
+    code = {"type": "string", "description": "The code to run."}
+    language = {"type": "string", "enum": _language_names(), "description": "Its language."}
+    return [
+        Tool(
+            name="run_code",
+            description=RUN_CODE_DESCRIPTION,
+            input_schema={
+                "type": "object",
+                "properties": {"language": language, "code": code},
+                "required": ["language", "code"],
+            },
+        ),
+        Tool(
+            name="languages",
+            description="The languages run_code runs on this computer, one a line.",
+            input_schema={"type": "object", "properties": {}},
+        ),
+    ]
+
+
+def build_server(make_computer: Callable[[], _Runs]) -> tuple[Server[Any], _Kernels]:
+    """The MCP server and the kernels it runs code in (close them when it ends).
+
+    The SDK's low-level server: it advertises exactly what is implemented (tools, no
+    resources, prompts or completions)."""
     from lmc import __version__
 
-    server: MCPServer = MCPServer(
-        "lmc",
-        version=__version__,
-        instructions="Runs code in lmc's stateful Jupyter kernels on this computer.",
-    )
+    kernels = _Kernels(make_computer)
 
-    @server.tool(description=RUN_CODE_DESCRIPTION)
-    async def run_code(language: str, code: str) -> CallToolResult:
+    async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=_tools())
+
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        arguments = params.arguments or {}
+        if params.name == "languages":
+            return CallToolResult(content=[TextContent(text=_languages_text())])
+        if params.name != "run_code":
+            return _error(f"lmc has no tool {params.name!r}; it has run_code and languages.")
+        language, code = arguments.get("language"), arguments.get("code")
+        if not isinstance(language, str) or not isinstance(code, str):
+            return _error('run_code needs {"language": "...", "code": "..."}, both strings.')
         try:
             return await anyio.to_thread.run_sync(
                 kernels.run, language, code, abandon_on_cancel=True
@@ -167,18 +203,27 @@ def build_server(make_computer: Callable[[], _Runs]) -> tuple[MCPServer, _Kernel
             kernels.interrupt()  # the client cancelled the call: stop the code
             raise
 
-    @server.tool(description="The languages run_code runs on this computer, one a line.")
-    def languages() -> str:
-        return _languages_text()
-
-    del run_code, languages  # registered on the server
+    server: Server[Any] = Server(
+        "lmc",
+        version=__version__,
+        instructions="Runs code in lmc's stateful Jupyter kernels on this computer.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
     return server, kernels
 
 
 def serve_stdio(make_computer: Callable[[], _Runs]) -> None:
     """Serve on stdin/stdout until the client closes the connection."""
+    from mcp.server.stdio import stdio_server
+
     server, kernels = build_server(make_computer)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
     try:
-        server.run("stdio")
+        anyio.run(main)
     finally:
         kernels.close()

@@ -19,6 +19,7 @@ def _text(result: CallToolResult) -> str:
 
 
 async def _session_calls(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """The server's initialize result and tools, and each call's result."""
     env = {
         "PYTHONPATH": str(ROOT),
         "LMC_CONFIG": str(tmp_path / "config.toml"),
@@ -33,10 +34,10 @@ async def _session_calls(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]
             stdio_client(params, errlog=errlog) as (read, write),
             ClientSession(read, write) as session,
         ):
-            await session.initialize()
+            initialized = await session.initialize()
             tools = await session.list_tools()
             results = [await session.call_tool(name, arguments) for name, arguments in calls]
-    return tools, results
+    return initialized, tools, results
 
 
 def _run(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
@@ -48,7 +49,7 @@ def _run(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
 
 
 def test_python_keeps_its_state_between_calls_and_shell_runs(tmp_path: Path) -> None:
-    tools, results = _run(
+    initialized, tools, results = _run(
         tmp_path,
         [
             ("run_code", {"language": "python", "code": "x = 6 * 7"}),
@@ -66,18 +67,36 @@ def test_python_keeps_its_state_between_calls_and_shell_runs(tmp_path: Path) -> 
     assert _text(shell) == f"hello from {tmp_path.name}\n"
     assert _text(languages).splitlines()[0] == "python"
     assert "shell" in _text(languages).splitlines()
+    # On main: applescript was listed on Linux, the server version was empty, and prompts and
+    # resources were advertised though lmc serves neither.
+    assert "applescript" not in _text(languages).splitlines()
+    from lmc import __version__
+
+    info, capabilities = initialized.server_info, initialized.capabilities
+    assert (info.name, info.version) == ("lmc", __version__)
+    assert capabilities.tools is not None
+    assert (capabilities.prompts, capabilities.resources, capabilities.completions) == (
+        None,
+        None,
+        None,
+    )
 
 
 def test_errors_come_back_to_the_client(tmp_path: Path) -> None:
-    _, (unknown, raised) = _run(
+    _, _, (unknown, apple, missing, raised) = _run(
         tmp_path,
         [
             ("run_code", {"language": "cobol", "code": "DISPLAY 'HI'."}),
+            ("run_code", {"language": "applescript", "code": "beep"}),
+            ("run_code", {"language": "python"}),
             ("run_code", {"language": "python", "code": "1 / 0"}),
         ],
     )
     assert unknown.is_error
-    assert _text(unknown).startswith("lmc cannot run 'cobol' code; it runs python, shell")
+    assert _text(unknown).startswith("lmc cannot run 'cobol' code here; it runs python, shell")
+    assert apple.is_error and "applescript" not in _text(apple).partition("runs")[2]
+    assert missing.is_error
+    assert _text(missing) == 'run_code needs {"language": "...", "code": "..."}, both strings.'
     assert not raised.is_error  # the code ran; its error is its output
     assert "ZeroDivisionError" in _text(raised)
 
@@ -89,6 +108,18 @@ def test_images_come_back_as_image_content(tmp_path: Path) -> None:
         "display(Image(data=base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAD"
         "UlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==')))\n"
     )
-    _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": code})])
+    _, _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": code})])
     images = [block for block in result.content if isinstance(block, ImageContent)]
     assert len(images) == 1 and images[0].mime_type == "image/png"
+
+
+def test_output_is_capped_like_the_terminals_with_a_note(tmp_path: Path) -> None:
+    # On main one call returned all 2,000,001 characters.
+    from lmc.mcp.serve import OUTPUT_LIMIT
+
+    code = "print('x' * 2_000_000)"
+    _, _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": code})])
+    text = _text(result)
+    assert len(text) < OUTPUT_LIMIT + 400
+    assert text.endswith("[output shortened: 2,000,001 characters in all]\n")
+    assert not result.is_error
