@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
     from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
+    from lmc.mcp.http import HttpSeen
+
 __all__ = [
     "STOP_WAIT",
     "McpManager",
@@ -76,10 +78,12 @@ def _client_version() -> str:
     return __version__
 
 
-def _http_transport(config: McpServerConfig) -> contextlib.AbstractAsyncContextManager[Any]:
+def _http_transport(
+    config: McpServerConfig, seen: HttpSeen
+) -> contextlib.AbstractAsyncContextManager[Any]:
     from lmc.mcp.http import http_transport
 
-    return http_transport(config)
+    return http_transport(config, seen)
 
 
 @contextlib.asynccontextmanager

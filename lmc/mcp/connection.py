@@ -23,6 +23,7 @@ import anyio
 
 from lmc.errors import LmcError
 from lmc.mcp.config import McpServerConfig
+from lmc.mcp.http import HttpSeen
 from lmc.mcp.relay import RelayNotes, quiet_sdk_parse_errors, relay
 from lmc.mcp.stderr import ServerLog
 
@@ -114,6 +115,7 @@ class _Attempt:
     error: str | None = None
     notes: RelayNotes = field(default_factory=RelayNotes)
     log: ServerLog | None = None
+    http: HttpSeen = field(default_factory=HttpSeen)
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -123,7 +125,9 @@ class Hooks:
 
     client_version: str
     roots: tuple[Path, ...] = ()
-    http: Callable[[McpServerConfig], contextlib.AbstractAsyncContextManager[Any]] | None = None
+    http: (
+        Callable[[McpServerConfig, HttpSeen], contextlib.AbstractAsyncContextManager[Any]] | None
+    ) = None
 
 
 class Connection:
@@ -179,7 +183,7 @@ class Connection:
             said = attempt.log.cause() if attempt.log is not None else ""
             if said and said not in detail:
                 detail += f" (its last message: {said})"
-            detail += _auth_hint(self.config, exc)
+            detail += _auth_hint(self.config, attempt.http)
             attempt.error = (
                 f"failed to start: {detail}" if not attempt.ready.is_set() else f"stopped: {detail}"
             )
@@ -243,7 +247,7 @@ class Connection:
             return stdio_client(params, errlog=cast("TextIO", attempt.log.file))
         if self.hooks.http is None:
             raise McpServerError(self._line("has a url but lmc was built without HTTP"))
-        return self.hooks.http(config)
+        return self.hooks.http(config, attempt.http)
 
     async def _roots(self, context: Any) -> Any:
         from mcp.types import ListRootsResult, Root
@@ -340,15 +344,16 @@ class Connection:
             raise McpServerError(self._line(f"failed during the call ({describe(exc)})")) from None
 
 
-def _auth_hint(config: McpServerConfig, exc: BaseException) -> str:
+def _auth_hint(config: McpServerConfig, seen: HttpSeen) -> str:
     """A hint when an HTTP server answered 401: it wants OAuth (or a token in headers)."""
-    if config.url is None or "401" not in describe(exc):
+    if not seen.unauthorized:
         return ""
     if config.oauth:
-        return "; run `lmc mcp login " + config.name + "` to sign in again"
+        return f" (HTTP 401: the sign-in was refused; run `lmc mcp login {config.name}` again)"
+    oauth = "OAuth" if "resource_metadata" in seen.challenge else "authorization"
     return (
-        "; the server asks for authorization: set oauth = true in its table and run "
-        f"`lmc mcp login {config.name}`, or give a token in headers"
+        f" (HTTP 401: the server asks for {oauth}: set oauth = true in its table and run "
+        f"`lmc mcp login {config.name}`, or give a token in headers)"
     )
 
 
