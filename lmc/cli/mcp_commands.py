@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -99,6 +99,47 @@ def list_command(
 ) -> None:
     """Start each configured MCP server and list its tools (or why it did not start)."""
     raise typer.Exit(list_servers(profile, mcp))
+
+
+def login(profile: str | None, name: str) -> int:
+    """Sign in to one HTTP server with OAuth (the browser part), keeping its token."""
+    import dataclasses
+
+    from lmc.cli.options import SharedOptions
+    from lmc.cli.session import report, settings_for
+    from lmc.errors import LmcError
+    from lmc.mcp.client import McpManager
+    from lmc.mcp.oauth import SIGN_IN_WAIT, token_path
+
+    try:
+        settings = settings_for(SharedOptions(profile=profile, mcp=(name,)))
+    except LmcError as exc:
+        return report(exc, verbose=False)
+    config = settings.mcp_servers[name]
+    if config.url is None:
+        print(f"lmc: MCP server {name!r} runs on stdio: there is nothing to sign in to")
+        return 2
+    patient = dataclasses.replace(
+        config, oauth=True, startup_timeout=max(config.start_within, SIGN_IN_WAIT + 30)
+    )
+    with McpManager({name: patient}) as manager:
+        [status] = manager.statuses()
+    if not status.started:
+        print(f"lmc: {status.error}")
+        return 1
+    print(f"signed in to {name}; its token is kept in {token_path(name)}")
+    if not config.oauth:
+        print(f"lmc: hint: set oauth = true in [mcp.servers.{name}] to use it")
+    return 0
+
+
+@mcp_app.command("login")
+def login_command(
+    name: Annotated[str, typer.Argument(help="The HTTP server to sign in to.")],
+    profile: ProfileOpt = None,
+) -> None:
+    """Sign in to an HTTP MCP server with OAuth (opens the browser; keeps the token, 0600)."""
+    raise typer.Exit(login(profile, name))
 
 
 @mcp_app.command("serve")

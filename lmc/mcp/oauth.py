@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-__all__ = ["REDIRECT_PORT", "TokenFile", "oauth_provider", "token_path"]
+__all__ = ["REDIRECT_PORT", "SIGN_IN_WAIT", "TokenFile", "oauth_provider", "token_path"]
 
 #: The loopback port the authorization server redirects to (registered with the client).
 REDIRECT_PORT: Final = 33418
 #: How long the person has to sign in.
-_SIGN_IN_WAIT: Final = 300.0
+SIGN_IN_WAIT: Final = 300.0
 
 
 def token_path(name: str) -> Path:
@@ -79,45 +79,56 @@ class TokenFile:
         self._write("client", client_info.model_dump(mode="json", exclude_none=True))
 
 
-async def _show_url(url: str) -> None:
-    sys.stderr.write(f"lmc: sign in to the MCP server in a browser: {url}\n")
-    sys.stderr.flush()
-    try:
+class _Redirect:
+    """The person's part of the sign-in: the URL shown (and opened in a browser where there is
+    one), then the one redirect back to the loopback listener, which is bound before the
+    browser opens (a quick redirect waits in the listen queue)."""
+
+    def __init__(self) -> None:
+        self._listener: Any = None
+
+    async def show(self, url: str) -> None:
+        import threading
         import webbrowser
 
-        webbrowser.open(url)
-    except Exception:  # no browser here: the printed URL is enough
-        return
+        self._listener = await anyio.create_tcp_listener(
+            local_host="127.0.0.1", local_port=REDIRECT_PORT
+        )
+        sys.stderr.write(f"lmc: sign in to the MCP server in a browser: {url}\n")
+        sys.stderr.flush()
+        # Some browsers block until closed: never wait for it here.
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
 
+    async def wait(self) -> Any:
+        """The code and state the redirect carries (within :data:`SIGN_IN_WAIT`)."""
+        from mcp.client.auth import AuthorizationCodeResult
 
-async def _await_redirect() -> Any:
-    """Serve one request on the loopback redirect URI; the code and state it carries."""
-    from mcp.client.auth import AuthorizationCodeResult
+        if self._listener is None:
+            raise PermissionError("the sign-in never began")
+        received: dict[str, list[str]] = {}
+        done = anyio.Event()
 
-    received: dict[str, list[str]] = {}
-    done = anyio.Event()
+        async def handle(stream: Any) -> None:
+            async with stream:
+                request = (await stream.receive(65536)).decode("latin-1")
+                target = request.split(" ", 2)[1] if request.count(" ") >= 2 else "/"
+                received.update(parse_qs(urlparse(target).query))
+                body = b"Signed in: you can close this page and go back to lmc."
+                head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                await stream.send(head + body)
+                done.set()
 
-    async def handle(stream: Any) -> None:
-        async with stream:
-            request = (await stream.receive(65536)).decode("latin-1")
-            target = request.split(" ", 2)[1] if request.count(" ") >= 2 else "/"
-            received.update(parse_qs(urlparse(target).query))
-            body = b"Signed in: you can close this page and go back to lmc."
-            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-            await stream.send(head + body)
-            done.set()
-
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=REDIRECT_PORT)
-    async with listener, anyio.create_task_group() as group:
-        group.start_soon(listener.serve, handle)
-        with anyio.fail_after(_SIGN_IN_WAIT):
-            await done.wait()
-        group.cancel_scope.cancel()
-    code = received.get("code", [""])[0]
-    if not code:
-        error = received.get("error", ["no code"])[0]
-        raise PermissionError(f"the sign-in did not complete ({error})")
-    return AuthorizationCodeResult(code=code, state=received.get("state", [None])[0])
+        async with self._listener, anyio.create_task_group() as group:
+            group.start_soon(self._listener.serve, handle)
+            with anyio.fail_after(SIGN_IN_WAIT):
+                await done.wait()
+            group.cancel_scope.cancel()
+        self._listener = None
+        code = received.get("code", [""])[0]
+        if not code:
+            error = received.get("error", ["no code came back"])[0]
+            raise PermissionError(f"the sign-in did not complete ({error})")
+        return AuthorizationCodeResult(code=code, state=received.get("state", [None])[0])
 
 
 def oauth_provider(config: McpServerConfig) -> OAuthClientProvider:
@@ -125,11 +136,11 @@ def oauth_provider(config: McpServerConfig) -> OAuthClientProvider:
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientMetadata
 
-    redirect = f"http://127.0.0.1:{REDIRECT_PORT}/callback"
+    redirect = _Redirect()
     metadata = OAuthClientMetadata.model_validate(
         {
             "client_name": "lmc",
-            "redirect_uris": [redirect],
+            "redirect_uris": [f"http://127.0.0.1:{REDIRECT_PORT}/callback"],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
@@ -139,6 +150,6 @@ def oauth_provider(config: McpServerConfig) -> OAuthClientProvider:
         server_url=str(config.url),
         client_metadata=metadata,
         storage=TokenFile(token_path(config.name)),
-        redirect_handler=_show_url,
-        callback_handler=_await_redirect,
+        redirect_handler=redirect.show,
+        callback_handler=redirect.wait,
     )
