@@ -80,7 +80,10 @@ class PlainRenderer:
             self._write("(not run: confirmation is on and there is no terminal to ask)\n")
             return False
         self._line_break()
-        self._write(f"Run this {block.get('format', 'code')} code? [y/N] ")
+        if block.get("type") == "tool_call":  # an MCP tool: its arguments, not code
+            self._write(f"Call the tool {block.get('format')}? [y/N] ")
+        else:
+            self._write(f"Run this {block.get('format', 'code')} code? [y/N] ")
         answer = self._ask.readline().strip().lower()
         return answer in ("y", "yes")
 
