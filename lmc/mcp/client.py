@@ -146,10 +146,12 @@ class McpManager:
         except KeyError:
             raise McpServerError(f"no MCP server named {name!r}") from None
 
-    def _wait(self, future: Future[_T], seconds: float, what: str) -> _T:
-        """The future's result within ``seconds``; an unexpected error as one line."""
-        with self._lock:
-            self._calls.add(future)
+    def _wait(self, future: Future[_T], seconds: float, what: str, *, call: bool = True) -> _T:
+        """The future's result within ``seconds``; an unexpected error as one line. A ``call``
+        counts as in flight (and :meth:`cancel_calls` cancels it); a start does not."""
+        if call:
+            with self._lock:
+                self._calls.add(future)
         try:
             return future.result(timeout=seconds)  # a lock wait: Ctrl-C interrupts it
         except CancelledError:
@@ -185,7 +187,7 @@ class McpManager:
             config = connection.config
             try:
                 limit = config.start_within + _SLACK
-                self._wait(self._starting[name], limit, f"MCP server {name!r}")
+                self._wait(self._starting[name], limit, f"MCP server {name!r}", call=False)
             except McpServerError as exc:
                 statuses.append(ServerStatus(config, False, error=str(exc)))
                 continue
