@@ -13,6 +13,7 @@ swallowed.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
@@ -278,8 +279,8 @@ class McpManager:
 
         try:
             portal.start_task_soon(stop_all).result(timeout=2 * STOP_WAIT + _SLACK)
-        except FutureTimeout:
-            pass  # the task group's exit below cancels what is left
+        except FutureTimeout:  # the task group's exit below cancels what is left
+            logging.getLogger("lmc.mcp").warning("MCP servers did not stop in time; cancelled")
         finally:
             stack.close()
             self._starting.clear()
