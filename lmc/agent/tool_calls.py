@@ -71,9 +71,6 @@ class ExternalTools(Protocol):
         """Call it; the result (or the failure, or a cancellation) as computer content chunks.
         A ``KeyboardInterrupt`` while it waits cancels the call and goes on."""
 
-    def stream(self, tool: Any, arguments: dict[str, Any]) -> Iterator[Chunk]:
-        """As :meth:`call`, yielding ``console``/``progress`` status chunks while it runs."""
-
     def cancel(self) -> None:
         """Cancel the calls in progress (from another thread: Interpreter.cancel)."""
 
@@ -133,7 +130,10 @@ def run_tool_call(
             chunks: list[Chunk] = [dict(_CANCELLED)]
         else:
             chunks = []
-            for chunk in tools.stream(tool, arguments):
+            # A provider may stream (``stream``: progress chunks while it runs) or only call.
+            stream = getattr(tools, "stream", None)
+            pieces = stream(tool, arguments) if stream else tools.call(tool, arguments)
+            for chunk in pieces:
                 if chunk.get("format") == "progress":  # a live status, not output
                     yield chunk
                 else:

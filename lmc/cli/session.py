@@ -6,6 +6,7 @@ stderr, with the traceback only under ``--verbose``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import traceback
@@ -193,6 +194,18 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
         return store.resolve(resume)
 
 
+def sandbox_limits(settings: Settings) -> Any:
+    """The sandbox's limits: the defaults, with what the config raises or lowers."""
+    from lmc.computer.sandbox import Limits
+
+    return Limits.chosen(
+        settings.sandbox_processes,
+        settings.sandbox_memory,
+        settings.sandbox_tmp_size,
+        settings.sandbox_shm_size,
+    )
+
+
 def sandbox_for(settings: Settings) -> Any:
     """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
     to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
@@ -203,6 +216,9 @@ def sandbox_for(settings: Settings) -> Any:
         network=settings.network,
         workdir=settings.workdir,
         hide=settings.sandbox_hide,
+        env=settings.sandbox_env,
+        keep_writable=settings.sandbox_writable,
+        limits=sandbox_limits(settings),
     )
     if warning is not None:
         sys.stderr.write(f"lmc: warning: {warning}\n")
@@ -218,34 +234,16 @@ def make_interpreter(
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
-
-    return Interpreter(
-        model=settings.model,
-        api_base=settings.api_base,
-        replay=settings.replay,
+    chosen = dataclasses.replace(
+        settings,
         # The terminal's Confirmer holds the run-without-asking policy (-y, "a", %auto_run),
         # so the Interpreter always asks it.
         auto_run=False,
-        reasoning=settings.reasoning,
-        context_size=settings.context_size,
-        max_tokens=settings.max_tokens,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
-        seed=settings.seed,
-        gpu_layers=settings.gpu_layers,
-        max_steps=settings.max_steps,
-        conversation_id=conversation_id,
-        db_path=settings.db_path,
-        instructions=settings.instructions,
-        verbose=settings.verbose,
-        mcp_servers=settings.mcp_servers,
         sandbox=policy.mode,
         network=policy.network,
-        workdir=policy.workdir,
-        sandbox_hide=settings.sandbox_hide,
-        stt_model=settings.stt_model,
-        backend=backend,
+        workdir=str(policy.workdir),
     )
+    return Interpreter(chosen, conversation_id=conversation_id, backend=backend)
 
 
 @dataclass(frozen=True)

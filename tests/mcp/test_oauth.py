@@ -65,13 +65,14 @@ def test_login_keeps_a_private_token_that_later_starts_use_and_refresh(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from lmc.cli.mcp_commands import login
+    from lmc.cli.options import SharedOptions
 
     config = tmp_path / "config.toml"
     config.write_text(f'[mcp.servers.signed]\nurl = "{oauth_url}"\noauth = true\n')
     monkeypatch.setenv("LMC_CONFIG", str(config))
     monkeypatch.setenv("LMC_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("BROWSER", f"{sys.executable} {SUPPORT / 'oauth_browser.py'} %s")
-    assert login(None, "signed") == 0
+    assert login(SharedOptions(), "signed") == 0
     path = token_path("signed")
     assert capsys.readouterr().out == f"signed in to signed; its token is kept in {path}\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
