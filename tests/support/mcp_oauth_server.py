@@ -3,9 +3,9 @@
 ``python mcp_oauth_server.py PORT [EXPIRES_IN]`` serves streamable HTTP on 127.0.0.1:PORT with
 dynamic client registration, an authorization endpoint that consents at once (the test's
 "browser" only follows the redirect), authorization codes with PKCE checked by the SDK, and
-refresh tokens. Access tokens live ``EXPIRES_IN`` seconds (default 3600); each use of a refresh
-token is counted by the ``refreshes`` tool. Modelled on the SDK's own in-memory provider
-(python-sdk examples/stories/_shared/auth.py).
+refresh tokens. Access tokens from a sign-in live ``EXPIRES_IN`` seconds (default 3600), those
+from a refresh an hour; each use of a refresh token is counted by the ``refreshes`` tool.
+Modelled on the SDK's own in-memory provider (python-sdk examples/stories/_shared/auth.py).
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ class Provider:
         self.refresh: dict[str, RefreshToken] = {}
         self.refreshes = 0
 
-    def _tokens(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+    def _tokens(
+        self, client_id: str, scopes: list[str], resource: str | None, lifetime: int
+    ) -> OAuthToken:
         access, refresh = f"access_{secrets.token_hex(8)}", f"refresh_{secrets.token_hex(8)}"
-        expires = int(time.time()) + self.expires_in
+        expires = int(time.time()) + lifetime
         self.access[access] = AccessToken(
             token=access, client_id=client_id, scopes=scopes, expires_at=expires, resource=resource
         )
@@ -47,7 +49,7 @@ class Provider:
         return OAuthToken(
             access_token=access,
             token_type="Bearer",
-            expires_in=self.expires_in,
+            expires_in=lifetime,
             refresh_token=refresh,
             scope=" ".join(scopes),
         )
@@ -86,7 +88,7 @@ class Provider:
     ) -> OAuthToken:
         del self.codes[authorization_code.code]
         code = authorization_code
-        return self._tokens(code.client_id, code.scopes, code.resource)
+        return self._tokens(code.client_id, code.scopes, code.resource, self.expires_in)
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         found = self.access.get(token)
@@ -105,7 +107,7 @@ class Provider:
         self.refreshes += 1
         del self.refresh[refresh_token.token]
         old = refresh_token
-        return self._tokens(old.client_id, scopes or old.scopes, old.resource)
+        return self._tokens(old.client_id, scopes or old.scopes, old.resource, 3600)
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         self.access.pop(token.token, None)
