@@ -4,9 +4,9 @@ Two tools: ``run_code(language, code)`` runs code in a stateful kernel of that l
 returns its output (text, and images as image content), shortened to its beginning and end
 past :data:`OUTPUT_LIMIT` characters as the terminal's model sees it (with a note saying so);
 ``languages`` says which languages run here (only those that do: no AppleScript off macOS, no
-language whose program is missing). A failure of lmc's own (a kernel that cannot start, an
-error in lmc) comes back as ``isError: true`` with one line; an error in the code is the
-code's output, as in a notebook.
+language whose program is missing). A run that failed (the code raised, its kernel could not
+start, died or timed out) comes back with ``isError: true`` and its output; a failure of lmc's
+own as ``isError: true`` with one line.
 
 A stdio server serves exactly one client session, so the session's kernels are the
 process's kernels: state is kept between calls of one client and never shared with another.
@@ -84,14 +84,16 @@ class _Kernels:
             return _error(f"lmc cannot run {language!r} code here; it runs {known}.")
         try:
             with self._lock:
-                content, output = _collect(self.computer().run(language, code))
+                computer = self.computer()
+                content, output = _collect(computer.run(language, code))
+                failed = bool(getattr(computer, "last_run_failed", False))
         except Exception as exc:  # lmc's failure, not the code's: the client must know
             return _error(f"lmc failed to run the code: {_one_line(exc)}")
         text = "".join(output)
         shown = bound_output(text, OUTPUT_LIMIT) if text else "(no output)"
         if len(text) > OUTPUT_LIMIT:
             shown += f"\n[output shortened: {len(text):,} characters in all]\n"
-        return CallToolResult(content=[TextContent(text=shown), *content])
+        return CallToolResult(content=[TextContent(text=shown), *content], is_error=failed)
 
     def interrupt(self) -> None:
         if self._computer is not None:

@@ -21,6 +21,8 @@ def _text(result: CallToolResult) -> str:
 async def _session_calls(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
     """The server's initialize result and tools, and each call's result."""
     (tmp_path / "config.toml").touch()  # LMC_CONFIG naming a missing file is an error
+    if (tmp_path / "config.in").exists():
+        (tmp_path / "config.toml").write_text((tmp_path / "config.in").read_text())
     env = {
         "PYTHONPATH": str(ROOT),
         "LMC_CONFIG": str(tmp_path / "config.toml"),
@@ -98,7 +100,8 @@ def test_errors_come_back_to_the_client(tmp_path: Path) -> None:
     assert apple.is_error and "applescript" not in _text(apple).partition("runs")[2]
     assert missing.is_error
     assert _text(missing) == 'run_code needs {"language": "...", "code": "..."}, both strings.'
-    assert not raised.is_error  # the code ran; its error is its output
+    # On main an exception in the code came back with isError: false.
+    assert raised.is_error
     assert "ZeroDivisionError" in _text(raised)
 
 
@@ -124,3 +127,11 @@ def test_output_is_capped_like_the_terminals_with_a_note(tmp_path: Path) -> None
     assert len(text) < OUTPUT_LIMIT + 400
     assert text.endswith("[output shortened: 2,000,001 characters in all]\n")
     assert not result.is_error
+
+
+def test_a_kernel_that_cannot_start_is_an_error(tmp_path: Path) -> None:
+    # On main every failure but an unknown language came back with isError: false.
+    (tmp_path / "config.in").write_text(f'workdir = "{tmp_path / "gone"}"\n')
+    _, _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": "1"})])
+    assert result.is_error
+    assert "could not run the python kernel" in _text(result)
