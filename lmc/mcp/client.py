@@ -48,6 +48,7 @@ __all__ = [
     "ResourceInfo",
     "ServerStatus",
     "ToolInfo",
+    "lmc_version",
 ]
 
 #: The most a stop waits for a server to exit before cancelling it.
@@ -73,10 +74,15 @@ class ServerStatus:
     server_version: str = ""
 
 
-def _client_version() -> str:
-    from lmc import __version__
+def lmc_version() -> str:
+    """lmc's version, from its installed metadata (importing ``lmc`` itself would make the
+    mcp layer depend on the top of the package)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return __version__
+    try:
+        return version("lmc")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 def _http_transport(
@@ -108,7 +114,7 @@ class McpManager:
         roots: Sequence[Path] = (),
     ) -> None:
         self.configs = {name: c for name, c in configs.items() if c.enabled}
-        self._hooks = Hooks(_client_version(), tuple(roots), _http_transport)
+        self._hooks = Hooks(lmc_version(), tuple(roots), _http_transport)
         self._stack: contextlib.ExitStack | None = None
         self._portal: BlockingPortal | None = None
         self._group: TaskGroup | None = None

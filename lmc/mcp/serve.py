@@ -181,7 +181,7 @@ def build_server(make_computer: Callable[[], _Runs]) -> tuple[Server[Any], _Kern
 
     The SDK's low-level server: it advertises exactly what is implemented (tools, no
     resources, prompts or completions)."""
-    from lmc import __version__
+    from lmc.mcp.client import lmc_version
 
     kernels = _Kernels(make_computer)
 
@@ -207,7 +207,7 @@ def build_server(make_computer: Callable[[], _Runs]) -> tuple[Server[Any], _Kern
 
     server: Server[Any] = Server(
         "lmc",
-        version=__version__,
+        version=lmc_version(),
         instructions="Runs code in lmc's stateful Jupyter kernels on this computer.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
