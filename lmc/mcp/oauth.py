@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlparse
@@ -28,6 +30,8 @@ __all__ = ["REDIRECT_PORT", "SIGN_IN_WAIT", "TokenFile", "oauth_provider", "toke
 
 #: The loopback port the authorization server redirects to (registered with the client).
 REDIRECT_PORT: Final = 33418
+#: A stored access token this close to its end is refreshed rather than used.
+_EARLY: Final = 30.0
 #: How long the person has to sign in.
 SIGN_IN_WAIT: Final = 300.0
 
@@ -51,7 +55,7 @@ class TokenFile:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _write(self, key: str, value: dict[str, Any]) -> None:
+    def _write(self, key: str, value: object) -> None:
         data = self._read()
         data[key] = value
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -61,13 +65,29 @@ class TokenFile:
         self.path.chmod(0o600)  # an older file may have had other bits
 
     async def get_tokens(self) -> OAuthToken | None:
+        """The stored tokens. One past its lifetime comes back without its access token: the
+        SDK cannot know a stored token's age, and would try it, be refused, and ask the person
+        to sign in again; without it, it uses the refresh token."""
         from mcp.shared.auth import OAuthToken
 
-        raw = self._read().get("tokens")
-        return OAuthToken.model_validate(raw) if isinstance(raw, dict) else None
+        data = self._read()
+        raw = data.get("tokens")
+        if not isinstance(raw, dict):
+            return None
+        tokens = OAuthToken.model_validate(raw)
+        saved = data.get("saved_at")
+        expired = (
+            isinstance(saved, int | float)
+            and tokens.expires_in is not None
+            and time.time() >= saved + tokens.expires_in - _EARLY
+        )
+        if expired and tokens.refresh_token:
+            return tokens.model_copy(update={"access_token": ""})
+        return tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
         self._write("tokens", tokens.model_dump(mode="json", exclude_none=True))
+        self._write("saved_at", time.time())
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull
@@ -96,8 +116,12 @@ class _Redirect:
         )
         sys.stderr.write(f"lmc: sign in to the MCP server in a browser: {url}\n")
         sys.stderr.flush()
-        # Some browsers block until closed: never wait for it here.
-        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+        # $BROWSER as it is now (webbrowser reads it once per process); some browsers block
+        # until closed: never wait for it here.
+        command = os.environ.get("BROWSER")
+        browser: Any = webbrowser.GenericBrowser(shlex.split(command)) if command else None
+        opener = browser.open if browser is not None else webbrowser.open
+        threading.Thread(target=opener, args=(url,), daemon=True).start()
 
     async def wait(self) -> Any:
         """The code and state the redirect carries (within :data:`SIGN_IN_WAIT`)."""
