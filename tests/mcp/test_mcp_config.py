@@ -94,3 +94,16 @@ def test_servers_past_the_budget_are_left_out_with_a_clear_line() -> None:
         ), line
     finally:
         tools.close()
+
+
+def test_mcp_list_names_the_disabled_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lmc.cli.mcp_commands import list_servers
+    from lmc.cli.options import SharedOptions
+
+    path = tmp_path / "config.toml"
+    path.write_text('[mcp.servers.off]\ncommand = "no-such-server"\nenabled = false\n')
+    monkeypatch.setenv("LMC_CONFIG", str(path))
+    assert list_servers(SharedOptions()) == 0
+    assert capsys.readouterr().out == "disabled (enabled = false): off\n"
