@@ -116,11 +116,7 @@ def _text(where: str, key: str, value: object) -> str:
     return value
 
 
-def parse_server(
-    name: str, table: object, origin: str = "config", section: str = "mcp.servers"
-) -> McpServerConfig:
-    """One ``[mcp.servers.NAME]`` table."""
-    where = f"[{section}.{name}] ({origin})"
+def _check_table(where: str, name: str, table: object) -> Mapping[str, Any]:
     if not _NAME.fullmatch(name):
         raise ConfigError(
             f"{where}: the server name may hold letters, digits, '-' and single '_'",
@@ -131,6 +127,11 @@ def parse_server(
     unknown = sorted(set(table) - set(_KEYS))
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}", hint=f"known: {', '.join(_KEYS)}")
+    return table
+
+
+def _transport(where: str, table: Mapping[str, Any]) -> dict[str, Any]:
+    """``command`` (stdio) or ``url`` (HTTP), exactly one."""
     values: dict[str, Any] = {}
     if "command" in table:
         values["command"] = _text(where, "command", table["command"])
@@ -141,13 +142,22 @@ def parse_server(
         values["url"] = url
     if ("command" in values) == ("url" in values):
         raise ConfigError(f"{where} needs either command (stdio) or url (streamable HTTP)")
-    for key in ("enabled", "oauth"):
-        if key in table:
-            if not isinstance(table[key], bool):
-                raise ConfigError(f"{where}: {key} must be true or false, not {table[key]!r}")
-            values[key] = table[key]
-    if "oauth" in values and "url" not in values:
+    if "url" in values and any(k in table for k in ("args", "env", "cwd")):
+        raise ConfigError(f"{where}: args, env and cwd are for stdio servers (with command)")
+    if "command" in values and "headers" in table:
+        raise ConfigError(f"{where}: headers are for HTTP servers (with url)")
+    if "oauth" in table and "url" not in values:
         raise ConfigError(f"{where}: oauth is for HTTP servers (with url)")
+    return values
+
+
+def _typed_values(where: str, table: Mapping[str, Any]) -> dict[str, Any]:
+    """Every key but the transport's, each checked for its type."""
+    values: dict[str, Any] = {}
+    for key in ("enabled", "oauth"):
+        if key in table and not isinstance(table[key], bool):
+            raise ConfigError(f"{where}: {key} must be true or false, not {table[key]!r}")
+    values.update({k: table[k] for k in ("enabled", "oauth") if k in table})
     for key in ("args", "tools", "auto_approve", "disabled_tools"):
         if key in table:
             values[key] = _strings(where, key, table[key])
@@ -156,16 +166,23 @@ def parse_server(
             values[key] = _table(where, key, table[key])
     if "cwd" in table:
         values["cwd"] = _text(where, "cwd", table["cwd"])
-    if "url" in values and any(k in table for k in ("args", "env", "cwd")):
-        raise ConfigError(f"{where}: args, env and cwd are for stdio servers (with command)")
-    if "command" in values and "headers" in table:
-        raise ConfigError(f"{where}: headers are for HTTP servers (with url)")
     for key in ("timeout", "startup_timeout"):
         if key in table:
             seconds = table[key]
             if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
                 raise ConfigError(f"{where}: {key} must be a positive number of seconds")
             values[key] = float(seconds)
+    return values
+
+
+def parse_server(
+    name: str, table: object, origin: str = "config", section: str = "mcp.servers"
+) -> McpServerConfig:
+    """One ``[mcp.servers.NAME]`` table."""
+    where = f"[{section}.{name}] ({origin})"
+    checked = _check_table(where, name, table)
+    values = _transport(where, checked)
+    values.update(_typed_values(where, checked))
     return McpServerConfig(name=name, **values)
 
 

@@ -404,3 +404,19 @@ def test_chat_display_fences_a_tool_call_like_code() -> None:
         renderer.feed(chunk)
     renderer.close()
     assert out.getvalue() == '```toy.add\n{"a": 1, "b": 2}\n```\n1 + 2 = 3\n'
+
+
+def test_progress_streams_as_live_status_chunks_the_model_never_reads(
+    make_interpreter: MakeInterpreter,
+) -> None:
+    # On main a long call showed nothing until it ended.
+    interpreter, backend = make_interpreter(
+        [tool_call("toy__steps", {}), FINAL.format("Done.")],
+        mcp_servers={"toy": toy_stdio()},
+        auto_run=True,
+    )
+    chunks = list(interpreter.chat("go", stream=True, display=False))
+    progress = [c["content"] for c in chunks if c.get("format") == "progress"]
+    assert progress == ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"]
+    assert outputs(chunks) == "three steps done\n"
+    assert "step 1" not in backend.prompts[1]
