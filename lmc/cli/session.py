@@ -211,10 +211,14 @@ def sandbox_for(settings: Settings) -> Any:
 
 
 def make_interpreter(
-    settings: Settings, conversation_id: str | None = None, backend: Any = None
+    settings: Settings,
+    conversation_id: str | None = None,
+    backend: Any = None,
+    computer: Any = None,
 ) -> Any:
     """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded); on
-    ``backend`` when given (``lmc serve`` shares one model), which it then does not close."""
+    ``backend`` when given (``lmc serve`` shares one model), which it then does not close;
+    on ``computer`` when given (``lmc serve`` starts kernels on first code), likewise."""
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
@@ -245,6 +249,7 @@ def make_interpreter(
         sandbox_hide=settings.sandbox_hide,
         stt_model=settings.stt_model,
         backend=backend,
+        computer=computer,
     )
 
 
