@@ -4,6 +4,7 @@ guessed tokens. Every attack here is bounded in count and time and targets only 
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -75,7 +76,7 @@ def test_a_rebound_host_name_is_refused_on_http_and_websocket(serve: Serve) -> N
     with connect(
         f"ws://localhost:{served.live.port}/", sock=raw_connection(served), open_timeout=TIMEOUT
     ) as allowed:
-        allowed.send('{"auth": "%s"}' % TOKEN)
+        allowed.send(json.dumps({"auth": TOKEN}))
         assert allowed.recv(timeout=TIMEOUT) == '{"auth": true}'
 
 
