@@ -255,3 +255,18 @@ def test_the_config_default_limits_are_those_promised() -> None:
     assert config.limits.max_connections >= 64
     assert config.limits.header_timeout == 20.0 and config.limits.auth_timeout == 20.0
     assert config.throttle.ceiling <= 5.0
+
+
+# -- the page's headers ----------------------------------------------------------------------
+
+
+def test_the_page_and_its_files_forbid_framing_and_foreign_scripts(serve: Serve) -> None:
+    served = serve()
+    for path in ("/", "/static/app.js", "/heartbeat"):
+        response = httpx.get(f"{served.live.http}{path}")
+        assert response.status_code == 200
+        policy = response.headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy, path
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["referrer-policy"] == "no-referrer"  # the token is in the URL
