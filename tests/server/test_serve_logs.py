@@ -62,7 +62,7 @@ def test_the_verbose_log_never_shows_the_token(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
-    logged = [line for line in "".join(lines).splitlines() + rest.splitlines()]
+    logged = "".join(lines).splitlines() + rest.splitlines()
     requests = [line for line in logged if "GET /" in line or "WebSocket /" in line]
     assert len(requests) >= 3, logged  # the log did show the requests
     printed = [line for line in logged if TOKEN in line]
