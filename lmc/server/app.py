@@ -97,6 +97,8 @@ class ServerLimits:
     kernel_wait: float = 600.0
     #: How long a block waits for the person's go / decline before it is declined.
     confirm_timeout: float = 3600.0
+    #: How long a generation waits for the shared model (busy with other connections).
+    model_wait: float = 1800.0
 
     def protocol(self) -> ProtocolLimits:
         return ProtocolLimits(
@@ -170,23 +172,28 @@ class _Guard:
         await self.app(scope, receive, send_with_headers)
 
 
-def create_app(config: ServerConfig) -> Starlette:
-    store = ConversationStore(config.db_path)
-    slots = KernelSlots(config.limits.max_kernels)
+class _Endpoints:
+    """The routes' handlers, over one store, one config and the server's kernel slots."""
 
-    def authorized(request: Request) -> bool:
-        return token_matches(token_from_headers(request.headers), config.token)
+    def __init__(self, config: ServerConfig, store: ConversationStore, slots: KernelSlots) -> None:
+        self.config = config
+        self.store = store
+        self.slots = slots
 
-    def refuse() -> JSONResponse:
+    def _authorized(self, request: Request) -> bool:
+        return token_matches(token_from_headers(request.headers), self.config.token)
+
+    @staticmethod
+    def _refuse() -> JSONResponse:
         return JSONResponse({"error": "a token is needed: X-API-KEY or Authorization: Bearer"}, 401)
 
-    async def page(request: Request) -> Response:
+    async def page(self, request: Request) -> Response:
         return FileResponse(static_dir() / "index.html", headers={"Cache-Control": "no-store"})
 
-    async def heartbeat(request: Request) -> Response:
+    async def heartbeat(self, request: Request) -> Response:
         return JSONResponse({"status": "alive"})
 
-    def listed() -> list[dict[str, Any]]:
+    def _listed(self) -> list[dict[str, Any]]:
         return [
             {
                 "id": c.id,
@@ -195,55 +202,62 @@ def create_app(config: ServerConfig) -> Starlette:
                 "updated_at": c.updated_at,
                 "message_count": c.message_count,
             }
-            for c in store.list_conversations()
+            for c in self.store.list_conversations()
         ]
 
-    async def conversations(request: Request) -> Response:
-        if not authorized(request):
-            return refuse()
-        return JSONResponse(await anyio.to_thread.run_sync(listed))
+    async def conversations(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return self._refuse()
+        return JSONResponse(await anyio.to_thread.run_sync(self._listed))
 
-    def one(conversation_id: str) -> dict[str, Any]:
-        info = store.get(conversation_id)
+    def _one(self, conversation_id: str) -> dict[str, Any]:
+        info = self.store.get(conversation_id)
         return {
             "id": info.id,
             "title": info.title,
             "created_at": info.created_at,
             "updated_at": info.updated_at,
-            "messages": store.load(info.id),
+            "messages": self.store.load(info.id),
         }
 
-    async def conversation(request: Request) -> Response:
-        if not authorized(request):
-            return refuse()
+    async def conversation(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return self._refuse()
         try:
-            found = await anyio.to_thread.run_sync(one, request.path_params["conversation_id"])
+            found = await anyio.to_thread.run_sync(
+                self._one, request.path_params["conversation_id"]
+            )
         except LmcError as exc:
             return JSONResponse({"error": str(exc)}, 404)
         return JSONResponse(found)
 
-    async def websocket(ws: WebSocket) -> None:
+    async def websocket(self, ws: WebSocket) -> None:
         await ws.accept()
         try:
             authenticated: bool | None = None
-            with anyio.move_on_after(config.limits.auth_timeout):
-                authenticated = await _authenticate(ws, config)
+            with anyio.move_on_after(self.config.limits.auth_timeout):
+                authenticated = await _authenticate(ws, self.config)
             if authenticated is None:
                 await ws.close(code=1008, reason="not authenticated in time")
                 return
             if authenticated:
                 _raise_frame_limit(ws)
-                await _converse(ws, config, slots, ws.app.state.turns)
+                await _converse(ws, self.config, self.slots, ws.app.state.turns)
         except WebSocketDisconnect:
             return
 
+
+def create_app(config: ServerConfig) -> Starlette:
+    store = ConversationStore(config.db_path)
+    slots = KernelSlots(config.limits.max_kernels)
+    endpoints = _Endpoints(config, store, slots)
     app = Starlette(
         routes=[
-            Route("/", page),
-            WebSocketRoute("/", websocket),
-            Route("/heartbeat", heartbeat),
-            Route("/conversations", conversations),
-            Route("/conversations/{conversation_id}", conversation),
+            Route("/", endpoints.page),
+            WebSocketRoute("/", endpoints.websocket),
+            Route("/heartbeat", endpoints.heartbeat),
+            Route("/conversations", endpoints.conversations),
+            Route("/conversations/{conversation_id}", endpoints.conversation),
             Mount("/static", StaticFiles(directory=static_dir()), name="static"),
         ],
         lifespan=_lifespan(store, config),
@@ -306,7 +320,9 @@ async def _converse(
 ) -> None:
     view: TurnTakingBackend | None = None
     if config.shared_backend is not None:
-        view = TurnTakingBackend(config.shared_backend, config.gate)
+        view = TurnTakingBackend(
+            config.shared_backend, config.gate, wait_timeout=config.limits.model_wait
+        )
     resume = ws.query_params.get("conversation") or None
     computer: SlottedComputer | None = None
     try:
