@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,20 @@ class ProtocolLimits:
         self.header_timeout = header_timeout
         self.max_connections = max_connections
         self.pre_auth_max_bytes = pre_auth_max_bytes
+        self._refused = 0
+        self._told_at: float | None = None
+
+    def refused(self, open_now: int) -> None:
+        """Count a refused connection; say so in the log at most every 10 s (a flood of
+        connections must not become a flood of log lines)."""
+        self._refused += 1
+        now = time.monotonic()
+        if self._told_at is None or now - self._told_at >= 10.0:
+            log.warning(
+                "refused %d connection(s): %d are open (the limit)", self._refused, open_now
+            )
+            self._refused = 0
+            self._told_at = now
 
 
 class _GuardedH11(H11Protocol):
@@ -59,7 +74,7 @@ class _GuardedH11(H11Protocol):
         self._header_timer: asyncio.TimerHandle | None = None
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
-            log.warning("refused a connection: %d are open", len(self.connections) - 1)
+            self.limits.refused(len(self.connections) - 1)
             self.transport.write(_BUSY)
             self.transport.close()
             return

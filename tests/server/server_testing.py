@@ -43,6 +43,7 @@ class LiveServer:
     """uvicorn in a thread of the test process, on a port of its own."""
 
     def __init__(self, app: Any) -> None:
+        self.app = app
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.port = int(self._sock.getsockname()[1])

@@ -15,6 +15,7 @@ import pytest
 from server_testing import TIMEOUT, TOKEN, Client, Served, final
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
+from websockets.typing import Origin
 
 from lmc.server import ServerConfig
 from lmc.server.app import ServerLimits
@@ -66,7 +67,7 @@ def test_a_rebound_host_name_is_refused_on_http_and_websocket(serve: Serve) -> N
             f"ws://evil.example:{served.live.port}/",
             sock=raw_connection(served),
             open_timeout=TIMEOUT,
-            origin=f"http://evil.example:{served.live.port}",  # type: ignore[arg-type]
+            origin=Origin(f"http://evil.example:{served.live.port}"),
         )
     assert refused.value.response.status_code == 403
     # Loopback names, addresses and the configured names are served.

@@ -34,7 +34,7 @@ def test_no_kernel_starts_for_a_connection_that_runs_no_code(serve: Serve) -> No
         client.say("hi")
         client.turn()
     assert [kernels_started(i) for i in served.interpreters] == [0, 0]
-    assert served.live.server.config.app.state.kernel_slots.in_use == 0  # type: ignore[attr-defined]
+    assert served.live.app.state.kernel_slots.in_use == 0
     for client in clients:
         client.close()
 
