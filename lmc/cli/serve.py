@@ -17,15 +17,12 @@ from typing import Any
 
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import EXIT_USAGE, make_interpreter, report, sandbox_for, settings_for
-from lmc.config import Settings
 from lmc.errors import LmcError
+from lmc.settings import Settings
 
-__all__ = ["HOSTS_VARIABLE", "TOKEN_VARIABLE", "computer_factory", "serve"]
+__all__ = ["TOKEN_VARIABLE", "computer_factory", "serve"]
 
 TOKEN_VARIABLE = "LMC_SERVER_TOKEN"
-#: More host names the server answers to (comma-separated), beyond loopback names, IP
-#: addresses and the one it listens on: the names a reverse proxy or other machines use.
-HOSTS_VARIABLE = "LMC_SERVER_ALLOWED_HOSTS"
 #: uvicorn's own frame limit, above the protocol's 50 MB so that the app answers an
 #: oversized frame with an error chunk instead of the socket closing.
 _WS_MAX_SIZE = 64 * 1024 * 1024
@@ -116,7 +113,9 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
             auto_run=settings.auto_run,
             db_path=settings.db_path,
             bound_host=host,
-            extra_hosts=tuple(os.environ.get(HOSTS_VARIABLE, "").split(",")),
+            extra_hosts=tuple(
+                name for entry in settings.server_allowed_hosts for name in entry.split(",")
+            ),
         )
         app = create_app(config)
     except LmcError as exc:
