@@ -346,9 +346,9 @@ class Settings:
     )
     #: More host names ``lmc serve`` answers to, beyond loopback names, IP addresses and the
     #: ``--host`` name (the DNS-rebinding guard, lmc.server.security): a proxy's, say.
-    server_allowed_hosts: tuple[str, ...] = option(
-        (),
-        kind="names",
+    server_allowed_hosts: str | None = option(
+        None,
+        kind="text",
         section=("server", "allowed_hosts"),
         help="More host names lmc serve answers to (comma-separated; *.example.org allows "
         "its subdomains).",

@@ -113,9 +113,7 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
             auto_run=settings.auto_run,
             db_path=settings.db_path,
             bound_host=host,
-            extra_hosts=tuple(
-                name for entry in settings.server_allowed_hosts for name in entry.split(",")
-            ),
+            extra_hosts=tuple((settings.server_allowed_hosts or "").split(",")),
         )
         app = create_app(config)
     except LmcError as exc:

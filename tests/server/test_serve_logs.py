@@ -1,5 +1,6 @@
 """``lmc serve --verbose`` as a person runs it: its access log shows every request, never
-the token (the page is opened with ``/?token=...``, and websockets may carry it too)."""
+the token (the page is opened with ``/?token=...``, and websockets may carry it too); the
+host names it answers to come from the settings (``LMC_SERVER_ALLOWED_HOSTS``)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def test_the_verbose_log_never_shows_the_token(tmp_path: Path) -> None:
         "LMC_CONFIG": str(tmp_path / "config" / "lmc" / "config.toml"),
         "LMC_DATA_DIR": str(tmp_path / "data" / "lmc"),
         "LMC_SERVER_TOKEN": TOKEN,
+        "LMC_SERVER_ALLOWED_HOSTS": "lmc.example, *.lan.example",
         "NO_COLOR": "1",
     }
     # --api-base: no model is loaded (nothing here asks it anything).
@@ -51,6 +53,12 @@ def test_the_verbose_log_never_shows_the_token(tmp_path: Path) -> None:
         assert httpx.get(f"{base}?token={TOKEN}", timeout=WAIT).status_code == 200
         headers = {"Authorization": f"Bearer {TOKEN}"}
         assert httpx.get(f"{base}conversations", headers=headers, timeout=WAIT).json() == []
+        # The configured names pass the Host check; any other name is refused.
+        port = base.rstrip("/").rsplit(":", 1)[1]
+        for host, status in [("lmc.example", 200), ("pc.lan.example", 200), ("evil.example", 403)]:
+            named = {**headers, "Host": f"{host}:{port}"}
+            got = httpx.get(f"{base}conversations", headers=named, timeout=WAIT).status_code
+            assert got == status, host
         with connect(f"{base.replace('http', 'ws')}?token={TOKEN}", open_timeout=WAIT) as ws:
             ws.send(json.dumps({"auth": TOKEN}))
             assert json.loads(ws.recv(timeout=WAIT)) == {"auth": True}
