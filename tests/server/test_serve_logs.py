@@ -22,11 +22,10 @@ TOKEN = "secret-token-4242-never-logged"
 
 def test_the_verbose_log_never_shows_the_token(tmp_path: Path) -> None:
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if not k.startswith("LMC_")},
         "PYTHONPATH": str(ROOT),
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "LMC_CONFIG": str(tmp_path / "config" / "lmc" / "config.toml"),
         "LMC_DATA_DIR": str(tmp_path / "data" / "lmc"),
         "LMC_SERVER_TOKEN": TOKEN,
         "LMC_SERVER_ALLOWED_HOSTS": "lmc.example, *.lan.example",
