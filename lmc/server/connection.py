@@ -17,6 +17,7 @@ import base64
 import json
 import logging
 import math
+import queue
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -108,7 +109,12 @@ class Connection:
         self._limiter = limiter
         self._inbound = Inbound() if max_bytes is None else Inbound(max_bytes)
         self._loop_thread = threading.get_ident()
-        self._out_in, self._out = anyio.create_memory_object_stream[str | None](math.inf)
+        # Frames for the client: a turn's thread puts them here without waiting, and wakes
+        # the sender only when it is idle (one hand-off per batch, not per chunk).
+        self._frames: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._wake_lock = threading.Lock()
+        self._wake_pending = False
+        self._wakes_in, self._wakes = anyio.create_memory_object_stream[None](1)
         self._answer_in, self._answers = anyio.create_memory_object_stream[bool](math.inf)
         self._awaiting = threading.Event()  # a code block waits for go/decline
         self._stopping = threading.Event()
@@ -119,26 +125,38 @@ class Connection:
     # -- to the client ------------------------------------------------------------------------
 
     async def _send_all(self) -> None:
-        async with self._out:
-            async for frame in self._out:
-                if frame is None:
-                    return
-                try:
-                    await self._send(frame)
-                except Exception as exc:  # the client is gone: the receive side cleans up
-                    log.debug("a client left while chunks were sent: %s", exc)
-                    return
+        async with self._wakes:
+            async for _ in self._wakes:
+                with self._wake_lock:
+                    self._wake_pending = False  # before draining: a later frame wakes again
+                while True:
+                    try:
+                        frame = self._frames.get_nowait()
+                    except queue.Empty:
+                        break
+                    if frame is None:
+                        return
+                    try:
+                        await self._send(frame)
+                    except Exception as exc:  # the client is gone: the receive side cleans up
+                        log.debug("a client left while chunks were sent: %s", exc)
+                        return
 
     def emit(self, chunk: Chunk) -> None:
         """Queue a chunk for the client (from the event loop or from a turn's thread)."""
         self._put(safe_json(chunk))
 
     def _put(self, frame: str | None) -> None:
+        self._frames.put(frame)
+        with self._wake_lock:
+            if self._wake_pending:
+                return  # the sender has been woken and will drain this frame too
+            self._wake_pending = True
         try:
             if threading.get_ident() == self._loop_thread:
-                self._out_in.send_nowait(frame)
+                self._wakes_in.send_nowait(None)
             else:
-                anyio.from_thread.run_sync(self._out_in.send_nowait, frame)
+                anyio.from_thread.run_sync(self._wakes_in.send_nowait, None)
         except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the server or the client is gone: nobody is there to read it
 
