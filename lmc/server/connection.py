@@ -13,6 +13,7 @@ and reports ``complete``; whatever completed before is already stored.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -85,6 +86,26 @@ def describe(exc: BaseException) -> str:
     return f"unexpected error: {type(exc).__name__}: {exc}"
 
 
+def _threadsafe_caller() -> Callable[[Callable[[], None]], None]:
+    """How a turn's thread schedules a call on the event loop. anyio's ``from_thread``
+    waits until the loop has run it, which holds a generation (and the shared model) for a
+    loop round-trip per batch; on asyncio (uvicorn's loop) the loop's own thread-safe call
+    does not wait."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another backend (trio)
+
+        def waiting(call: Callable[[], None]) -> None:
+            anyio.from_thread.run_sync(call)
+
+        return waiting
+
+    def soon(call: Callable[[], None]) -> None:
+        loop.call_soon_threadsafe(call)
+
+    return soon
+
+
 class Connection:
     """A client's session after it authenticated, living in the task group ``group``."""
 
@@ -115,6 +136,7 @@ class Connection:
         self._wake_lock = threading.Lock()
         self._wake_pending = False
         self._wakes_in, self._wakes = anyio.create_memory_object_stream[None](1)
+        self._call_soon = _threadsafe_caller()
         self._answer_in, self._answers = anyio.create_memory_object_stream[bool](math.inf)
         self._awaiting = threading.Event()  # a code block waits for go/decline
         self._stopping = threading.Event()
@@ -156,9 +178,15 @@ class Connection:
             if threading.get_ident() == self._loop_thread:
                 self._wakes_in.send_nowait(None)
             else:
-                anyio.from_thread.run_sync(self._wakes_in.send_nowait, None)
+                self._call_soon(self._wake_from_thread)
         except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the server or the client is gone: nobody is there to read it
+
+    def _wake_from_thread(self) -> None:
+        try:
+            self._wakes_in.send_nowait(None)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the connection closed meanwhile
 
     def queued(self) -> None:
         """Called (in a turn's thread) when this client has to wait for the model or for a
