@@ -1,10 +1,10 @@
 """One websocket client: its Interpreter, its turns, its confirmations.
 
 The agent loop is synchronous: each turn runs in a worker thread (``anyio.to_thread``, in
-the connection's task group, on a limiter shared by the server), and its chunks cross back
-to the event loop through ``anyio.from_thread`` into a memory stream that one sender task
-writes to the socket in order. A code block waiting for confirmation waits in the event
-loop (``from_thread.run``) for the client's ``go`` / ``decline`` / ``stop``, at most
+the connection's task group, on a limiter shared by the server). Its chunks go into a
+thread-safe queue without waiting; one sender task, woken once per batch, writes them to
+the socket in order. A code block waiting for confirmation waits in the event loop
+(``anyio.from_thread.run``) for the client's ``go`` / ``decline`` / ``stop``, at most
 ``confirm_timeout`` seconds (then it is declined and the client told so). Stopping a turn
 cancels the Interpreter (the model stops within a token, running code is interrupted),
 leaves the model queue if it waits there, and declines a pending block, so every turn ends
