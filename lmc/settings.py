@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 from lmc.errors import ConfigError
 
 __all__ = [
+    "API_STYLES",
     "COMMAND_OPTIONS",
     "OPTIONS",
     "REASONING_LEVELS",
@@ -49,13 +50,16 @@ __all__ = [
     "Settings",
     "convert",
     "option",
+    "parse_size",
     "settings_with",
 ]
 
-Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names"]
+Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names", "size"]
 
 REASONING_LEVELS: Final = ("low", "medium", "high")
 SANDBOX_MODES: Final = ("off", "workspace", "read-only")
+#: The dialects a server is spoken to in (lmc.backends.detect).
+API_STYLES: Final = ("auto", "completions", "chat", "responses", "ollama")
 
 #: The commands that talk to a model: ``lmc`` (chat), ``lmc run`` and ``lmc serve``.
 RUNS: Final = frozenset({"chat", "run", "serve"})
@@ -164,6 +168,24 @@ class Settings:
         metavar="URL",
         help="Use an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1).",
         commands=RUNS_AND_DOCTOR,
+    )
+    #: How to talk to api_base (lmc.backends.detect): auto finds the dialect that keeps most.
+    api_style: str = option(
+        "auto",
+        kind="choice",
+        choices=API_STYLES,
+        flags=("--api-style",),
+        metavar="STYLE",
+        help="How to talk to --api-base: auto, completions (raw Harmony), chat (Chat "
+        "Completions), responses (Responses API), ollama (Ollama's /api/chat) [default: auto].",
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: The variable holding the server's API key, read after LMC_API_KEY; the key itself is
+    #: never a setting (never stored in the file).
+    api_key_env: str = option(
+        "OPENAI_API_KEY",
+        kind="text",
+        help="The environment variable with the server's API key, read after LMC_API_KEY.",
     )
     replay: str | None = option(
         None,
@@ -296,6 +318,48 @@ class Settings:
         kind="paths",
         section=("sandbox", "hide"),
         help="More paths the sandbox hides (besides ~/.ssh, ~/.aws, ...).",
+    )
+    #: Environment variables passed into the sandbox besides its allow-list (names or globs;
+    #: a credential-looking name only when listed exactly).
+    sandbox_env: tuple[str, ...] = option(
+        (),
+        kind="names",
+        section=("sandbox", "env"),
+        help="Environment variables the sandboxed code may see besides PATH, HOME, LANG, ...",
+    )
+    #: Protected paths in the workdir (.git, .venv, ...) left writable on purpose.
+    sandbox_writable: tuple[str, ...] = option(
+        (),
+        kind="paths",
+        section=("sandbox", "writable"),
+        help="Protected entries of the working directory (.git, .venv, ...) to leave writable.",
+    )
+    #: None: the defaults of lmc.computer.sandbox.limits (256 processes, memory of 4 GiB or
+    #: half the RAM, 1 GiB /tmp and /dev/shm).
+    sandbox_processes: int | None = option(
+        None,
+        kind="int",
+        minimum=16,
+        section=("sandbox", "processes"),
+        help="Most processes sandboxed code may run [default: 256].",
+    )
+    sandbox_memory: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "memory"),
+        help="Most memory sandboxed code may use [default: 4 GiB or half the RAM].",
+    )
+    sandbox_tmp_size: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "tmp_size"),
+        help="Size of the sandbox's private /tmp [default: 1 GiB].",
+    )
+    sandbox_shm_size: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "shm_size"),
+        help="Size of the sandbox's private /dev/shm [default: 1 GiB].",
     )
     workdir: str | None = option(
         None,
@@ -496,6 +560,30 @@ def _choice(spec: Option, label: str, value: object) -> str:
     raise ConfigError(f"{label} must be one of {', '.join(spec.choices)}, not {value!r}")
 
 
+_MIB: Final = 1024**2
+_UNITS: Final = {"": 1, "k": 1024, "m": _MIB, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(label: str, value: object) -> int:
+    """A size in bytes from ``2147483648``, ``"2G"``, ``"512 MiB"``; at least 1 MiB."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "").removesuffix("b").removesuffix("i")
+        number, unit = text.rstrip("kmgt"), text[len(text.rstrip("kmgt")) :]
+        try:
+            size = int(float(number) * _UNITS[unit])
+        except (ValueError, KeyError):
+            raise ConfigError(
+                f"{label} must be a size such as 2GiB or 512MiB, not {value!r}"
+            ) from None
+    else:
+        raise ConfigError(f"{label} must be a size such as 2GiB or 512MiB, not {value!r}")
+    if size < _MIB:
+        raise ConfigError(f"{label} must be at least 1 MiB, not {value!r}")
+    return size
+
+
 def _paths(label: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(part for part in value.split(os.pathsep) if part)
@@ -529,8 +617,10 @@ def convert(spec: Option, value: object, origin: str | None = None) -> Any:
         return _choice(spec, label, value)
     if kind == "paths":
         return _paths(label, value)
-    if isinstance(value, str):  # names
-        return (value,)
+    if kind == "size":
+        return parse_size(label, value)
+    if isinstance(value, str):  # names: "A:B", "A, B" or "A B" from a variable
+        return tuple(part for part in value.replace(":", " ").replace(",", " ").split() if part)
     return tuple(_text(label, v) for v in value)  # type: ignore[attr-defined]
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lmc.backends import is_server_shortcut
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import report, settings_for
 from lmc.config import config_path, data_dir
@@ -135,9 +136,34 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
     ]
 
 
+def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
+    """The server, the dialect lmc speaks with it and why, and the model it asks for."""
+    from lmc.backends.base import BackendConfig
+    from lmc.backends.detect import detect
+
+    config = BackendConfig(
+        model=settings.model,
+        api_base=settings.api_base,
+        api_style=settings.api_style,
+        api_key_env=settings.api_key_env,
+        timeout=30.0,
+    )
+    try:
+        found = detect(config)
+    except LmcError as exc:
+        return [("server", False, f"{settings.api_base or settings.model}: {exc}")]
+    return [
+        ("server", True, str(found.config.api_base)),
+        ("dialect", True, f"{found.dialect}: {found.reason}"),
+        ("model", True, found.config.model or "the server's default (it lists no models)"),
+    ]
+
+
 def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """(name, good, detail) for the sandbox: mode, tool, network, what is hidden."""
-    from lmc.computer.sandbox import DEFAULT_HIDDEN, INSTALL_HINT, find_tool, resolve_policy
+    from lmc.cli.session import sandbox_limits
+    from lmc.computer.sandbox import INSTALL_HINT, find_tool, resolve_policy
+    from lmc.computer.sandbox.report import protections
 
     tool = find_tool()
     lines: list[tuple[str, bool, str]] = []
@@ -147,6 +173,9 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
             network=settings.network,
             workdir=settings.workdir,
             hide=settings.sandbox_hide,
+            env=settings.sandbox_env,
+            keep_writable=settings.sandbox_writable,
+            limits=sandbox_limits(settings),
         )
     except LmcError as exc:
         return [("mode", False, f"{settings.sandbox}: {exc}"), ("tool", False, INSTALL_HINT)]
@@ -158,9 +187,7 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
         lines.append(("tool", False, f"{tool.problem}; {INSTALL_HINT}"))
     lines.append(("network", True, "on" if policy.network else "off inside the sandbox"))
     lines.append(("workdir", True, str(policy.workdir)))
-    hidden = [*DEFAULT_HIDDEN, *settings.sandbox_hide]
-    present = len(policy.hidden_paths())
-    lines.append(("hidden", True, f"{', '.join(hidden)} ({present} present here)"))
+    lines += protections(policy)
     if warning is not None:
         lines.append(("warning", False, warning))
     return lines
@@ -204,14 +231,20 @@ def doctor(options: SharedOptions) -> int:
         line(name, works, detail)
         failures += name == "python" and not works
     out.write("model\n")
-    if settings.api_base:
-        line("backend", True, f"OpenAI-compatible server at {settings.api_base}")
-        line("model", True, settings.model or "the server's default model")
+    if settings.api_base or is_server_shortcut(settings.model):
+        for name, good, detail in server_lines(settings):
+            line(name, good, detail)
+            failures += not good
     else:
         backend = _backend_lines()
         for name, good, detail in backend:
             line(name, good, detail)
         failures += not backend[0][1]
+        from lmc.backends.gpu import cpu_only_warning
+
+        warning = cpu_only_warning()
+        if warning is not None:  # a warning: it does not fail the check
+            line("warning", False, warning)
         good, detail = _model_line(settings.model)
         line("model", good, detail)
         failures += not good

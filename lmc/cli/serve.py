@@ -95,7 +95,9 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
         verbose = settings.verbose
         sock = _bind(host, port)
         shared = None
-        if not settings.api_base:
+        from lmc.backends import is_server_shortcut
+
+        if not (settings.api_base or is_server_shortcut(settings.model)):  # one model, shared
             what = settings.model or "the default model"
             _err(f"loading {what}…")
             loader = make_interpreter(settings)

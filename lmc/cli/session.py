@@ -194,6 +194,18 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
         return store.resolve(resume)
 
 
+def sandbox_limits(settings: Settings) -> Any:
+    """The sandbox's limits: the defaults, with what the config raises or lowers."""
+    from lmc.computer.sandbox import Limits
+
+    return Limits.chosen(
+        settings.sandbox_processes,
+        settings.sandbox_memory,
+        settings.sandbox_tmp_size,
+        settings.sandbox_shm_size,
+    )
+
+
 def sandbox_for(settings: Settings) -> Any:
     """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
     to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
@@ -204,11 +216,33 @@ def sandbox_for(settings: Settings) -> Any:
         network=settings.network,
         workdir=settings.workdir,
         hide=settings.sandbox_hide,
+        env=settings.sandbox_env,
+        keep_writable=settings.sandbox_writable,
+        limits=sandbox_limits(settings),
     )
     if warning is not None:
         sys.stderr.write(f"lmc: warning: {warning}\n")
         sys.stderr.flush()
     return policy
+
+
+def warn_cpu_only_once(say: Callable[[str], None]) -> None:
+    """At the first chat on a machine with a GPU that llama.cpp cannot use, say so once
+    (``lmc doctor`` says it every time)."""
+    from lmc.backends.gpu import cpu_only_warning
+
+    stamp = data_dir() / "gpu-warning-given"
+    if stamp.exists():
+        return
+    warning = cpu_only_warning()
+    if warning is None:
+        return
+    say(f"warning: {warning}")
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:
+        pass  # said again next time: better than never
 
 
 def make_interpreter(
