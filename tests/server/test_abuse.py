@@ -178,6 +178,30 @@ def test_unfinished_request_headers_are_closed(serve: Serve) -> None:
     assert httpx.get(f"{served.live.http}/heartbeat").json() == {"status": "alive"}
 
 
+def test_a_flood_of_silent_connections_is_refused_or_closed(serve: Serve) -> None:
+    """40 connections that never send a byte (the audit's 20,200, scaled down): past the
+    limit each is answered 503 at once; the rest are closed at the header timeout."""
+    served = serve(config_options={"limits": FAST})
+    flood = [raw_connection(served) for _ in range(40)]
+    answers: list[bytes | None] = []  # what each received before the close; None: open
+    for sock in flood:
+        received: bytes | None = b""
+        try:
+            while chunk := sock.recv(4096):
+                received += chunk  # type: ignore[operator]
+        except ConnectionResetError:
+            pass
+        except TimeoutError:
+            received = None
+        answers.append(received)
+        sock.close()
+    refused = [a for a in answers if a is not None and a.startswith(b"HTTP/1.1 503")]
+    closed = [a for a in answers if a == b""]
+    assert len(refused) >= 40 - FAST.max_connections
+    assert len(refused) + len(closed) == 40  # none left open
+    assert httpx.get(f"{served.live.http}/heartbeat").json() == {"status": "alive"}
+
+
 def test_a_websocket_that_never_authenticates_is_closed(serve: Serve) -> None:
     served = serve(config_options={"limits": FAST})
     client = served.client(auth=False)
