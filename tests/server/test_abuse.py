@@ -50,6 +50,19 @@ def closed_by_server(sock: socket.socket) -> bool:
     return True
 
 
+def drained(sock: socket.socket) -> bytes | None:
+    """What the server sent before it closed the connection; None when it did not close."""
+    received = b""
+    try:
+        while chunk := sock.recv(4096):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        return None
+    return received
+
+
 # -- DNS rebinding ---------------------------------------------------------------------------
 
 
@@ -183,17 +196,8 @@ def test_a_flood_of_silent_connections_is_refused_or_closed(serve: Serve) -> Non
     limit each is answered 503 at once; the rest are closed at the header timeout."""
     served = serve(config_options={"limits": FAST})
     flood = [raw_connection(served) for _ in range(40)]
-    answers: list[bytes | None] = []  # what each received before the close; None: open
+    answers = [drained(sock) for sock in flood]
     for sock in flood:
-        received: bytes | None = b""
-        try:
-            while chunk := sock.recv(4096):
-                received += chunk  # type: ignore[operator]
-        except ConnectionResetError:
-            pass
-        except TimeoutError:
-            received = None
-        answers.append(received)
         sock.close()
     refused = [a for a in answers if a is not None and a.startswith(b"HTTP/1.1 503")]
     closed = [a for a in answers if a == b""]
