@@ -54,7 +54,7 @@ __all__ = [
     "settings_with",
 ]
 
-Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names", "size"]
+Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names", "size", "table"]
 
 REASONING_LEVELS: Final = ("low", "medium", "high")
 SANDBOX_MODES: Final = ("off", "workspace", "read-only")
@@ -69,6 +69,7 @@ TURNS: Final = frozenset({"chat", "run"})
 RUNS_AND_DOCTOR: Final = RUNS | {"doctor"}
 
 MODEL, SESSION, OUTPUT, SANDBOX = "Model", "Session", "Output", "Sandbox"
+GATEWAY = "Remote kernels"
 
 _META: Final = "lmc.option"
 
@@ -143,8 +144,11 @@ def option(
         aliases=dict(aliases or {}),
         nullable=default is None,
     )
-    if isinstance(default, tuple | list | dict):
-        frozen = tuple(default) if not isinstance(default, dict) else default
+    if isinstance(default, dict):  # a fresh table each time: tables are mutable
+        table = dict(default)
+        return field(default_factory=lambda: dict(table), metadata={_META: spec})
+    if isinstance(default, tuple | list):
+        frozen = tuple(default)
         return field(default_factory=lambda: frozen, metadata={_META: spec})
     return field(default=default, metadata={_META: spec})
 
@@ -417,6 +421,50 @@ class Settings:
         help="More host names lmc serve answers to (comma-separated; *.example.org allows "
         "its subdomains).",
     )
+    # -- kernels on a Jupyter Kernel/Enterprise Gateway (lmc.computer.gateway) --
+    kernel_gateway: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "url"),
+        flags=("--kernel-gateway",),
+        metavar="URL",
+        help="Run the code on a Jupyter Kernel Gateway or Enterprise Gateway "
+        "(e.g. http://gpu-box:8888) instead of here.",
+        panel=GATEWAY,
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: Sent as ``Authorization: token ...``; better from LMC_KERNEL_GATEWAY_TOKEN than a flag.
+    kernel_gateway_token: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "token"),
+        flags=("--kernel-gateway-token",),
+        metavar="TOKEN",
+        help="The gateway's token (better: LMC_KERNEL_GATEWAY_TOKEN).",
+        panel=GATEWAY,
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: Language -> the gateway's kernelspec name, over the default {python = "python3"}.
+    kernel_gateway_kernels: Mapping[str, str] = option(
+        {},
+        kind="table",
+        section=("kernel_gateway", "kernels"),
+        help="Which of the gateway's kernelspecs runs each language (python = python3).",
+    )
+    #: Sent with every kernel start (gateways pass on KERNEL_* and what their operator allows).
+    kernel_gateway_env: Mapping[str, str] = option(
+        {},
+        kind="table",
+        section=("kernel_gateway", "env"),
+        help="Environment sent with each kernel start on the gateway.",
+    )
+    #: KERNEL_USERNAME (None: the login name); Enterprise Gateway starts kernels as this user.
+    kernel_gateway_username: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "username"),
+        help="Who the gateway's kernels run for (KERNEL_USERNAME) [default: your login name].",
+    )
     #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig` or config tables), after
     #: ``--mcp``/``--no-mcp``: read from ``[mcp.servers.NAME]`` tables, not a plain option.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
@@ -592,6 +640,22 @@ def _paths(label: str, value: object) -> tuple[str, ...]:
     raise ConfigError(f"{label} must be a list of paths, not {value!r}")
 
 
+def _table_of_names(label: str, value: object) -> dict[str, str]:
+    """A table of names (``{python = "python3"}``), or ``a=b,c=d`` in a variable."""
+    if isinstance(value, str):
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+        if any(not sep or not name.strip() for name, sep, _ in pairs):
+            raise ConfigError(
+                f"{label} must be NAME=VALUE pairs separated by commas, not {value!r}"
+            )
+        return {name.strip(): text.strip() for name, _, text in pairs}
+    if isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return dict(value)
+    raise ConfigError(f"{label} must be a table of strings, not {value!r}")
+
+
 def convert(spec: Option, value: object, origin: str | None = None) -> Any:
     """``value`` (from a file, a variable, a flag or a keyword) as the option's type.
 
@@ -619,6 +683,8 @@ def convert(spec: Option, value: object, origin: str | None = None) -> Any:
         return _paths(label, value)
     if kind == "size":
         return parse_size(label, value)
+    if kind == "table":
+        return _table_of_names(label, value)
     if isinstance(value, str):  # names: "A:B", "A, B" or "A B" from a variable
         return tuple(part for part in value.replace(":", " ").replace(",", " ").split() if part)
     return tuple(_text(label, v) for v in value)  # type: ignore[attr-defined]

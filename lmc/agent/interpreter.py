@@ -68,6 +68,8 @@ class Interpreter:
     ``sandbox`` (``"workspace"``, ``"read-only"``, ``"off"``; None: workspace where a sandbox
     works), ``network`` and ``workdir`` say how the code is contained (see
     :class:`lmc.Computer`); :meth:`set_sandbox` changes them during a conversation.
+    ``kernel_gateway`` (with ``kernel_gateway_token``, ``kernel_gateway_kernels``, ...) runs
+    the code on a Jupyter Kernel/Enterprise Gateway instead (:mod:`lmc.computer.gateway`).
     """
 
     def __init__(
@@ -228,8 +230,10 @@ class Interpreter:
         """The :class:`lmc.Computer` that runs the model's code."""
         if self._computer is None:
             from lmc.computer import Computer
+            from lmc.computer.gateway import gateway_config
 
-            self._computer = Computer(**self._sandbox)
+            # With a kernel gateway, kernels run there (its deployment contains them).
+            self._computer = Computer(**self._sandbox, gateway=gateway_config(self.settings))
         return self._computer
 
     def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:

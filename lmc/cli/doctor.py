@@ -193,6 +193,35 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     return lines
 
 
+def gateway_lines(settings: Any) -> list[tuple[str, bool, str]]:
+    """(name, good, detail) for the kernel gateway: does it answer and take the token, and
+    which of lmc's languages it serves (through the kernelspecs they are mapped to)."""
+    from lmc.computer.gateway import GatewayClient, gateway_config
+
+    try:
+        config = gateway_config(settings)
+        assert config is not None
+        client = GatewayClient(config)
+    except LmcError as exc:
+        return [("gateway", False, str(exc))]
+    token = settings.sources.get("kernel_gateway_token", "default")
+    token_detail = "none" if config.token is None else f"set (from {token})"
+    try:
+        served = client.kernelspecs()
+    except LmcError as exc:
+        return [("gateway", False, str(exc)), ("token", False, token_detail)]
+    finally:
+        client.close()
+    lines = [("gateway", True, f"{config.url} answers"), ("token", True, token_detail)]
+    for language, name in sorted(config.kernels.items()):
+        found = name in served
+        detail = f"kernelspec {name}" + ("" if found else " (not on the gateway)")
+        lines.append((language, found, detail))
+    kernels = ", ".join(f"{n} ({lang or '?'})" for n, lang in sorted(served.items()))
+    lines.append(("kernelspecs", True, kernels or "none"))
+    return lines
+
+
 def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     """Speech input is optional: these lines inform, they never fail the check."""
     if importlib.util.find_spec("faster_whisper") is None:
@@ -278,4 +307,9 @@ def doctor(options: SharedOptions) -> int:
     out.write("sandbox\n")
     for name, good, detail in sandbox_lines(settings):
         line(name, good, detail)
+    if settings.kernel_gateway:
+        out.write("kernel gateway (remote kernels: contained by the gateway, not this sandbox)\n")
+        for name, good, detail in gateway_lines(settings):
+            line(name, good, detail)
+            failures += name in ("gateway", "python") and not good
     return 1 if failures else 0

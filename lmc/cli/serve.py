@@ -16,7 +16,14 @@ from collections.abc import Callable
 from typing import Any
 
 from lmc.cli.options import SharedOptions
-from lmc.cli.session import EXIT_USAGE, make_interpreter, report, sandbox_for, settings_for
+from lmc.cli.session import (
+    EXIT_USAGE,
+    check_kernel_gateway,
+    make_interpreter,
+    report,
+    sandbox_for,
+    settings_for,
+)
 from lmc.errors import LmcError
 from lmc.settings import Settings
 
@@ -52,12 +59,14 @@ def computer_factory(settings: Settings) -> Callable[[], Any]:
 
     def make_computer() -> Any:
         from lmc.computer import Computer
+        from lmc.computer.gateway import gateway_config
 
         return Computer(
             sandbox=policy.mode,
             network=policy.network,
             workdir=policy.workdir,
             hide=settings.sandbox_hide,
+            gateway=gateway_config(settings),  # kernels on a gateway, when one is set
         )
 
     return make_computer
@@ -93,6 +102,7 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
     try:
         settings = settings_for(options)
         verbose = settings.verbose
+        check_kernel_gateway(settings)  # each connection gets its own kernels there
         sock = _bind(host, port)
         shared = None
         from lmc.backends import is_server_shortcut
