@@ -179,8 +179,8 @@ class Inbound:
         if content is not None and not _unicode(content):
             self._reset()
             return [Problem(f"the {kind}'s content is not valid Unicode (a lone surrogate)")]
-        if self._group and kind == "message":
-            return self._add_text(content) if content else []
+        if self._group and kind == "message" and not data.get("start"):
+            return self._add_text(content) if content else []  # a part (its end: nothing)
         if kind == "audio" and data.get("format", "wav") not in AUDIO_FORMATS:
             self._reset()
             return [Problem(f"audio must be wav or bytes.wav, not {_shown(data.get('format'))}")]
@@ -191,6 +191,8 @@ class Inbound:
     def _part(self, data: dict[str, Any], kind: str, content: str | None) -> list[Action]:
         actions: list[Action] = []
         if data.get("start"):
+            if self._kind is not None or self._text:
+                actions.append(Problem("a new message began: the unfinished one was dropped"))
             self._reset()
             self._kind = kind
             self._format = str(data.get("format", "wav"))
