@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 
 from lmc.agent import Interpreter
 from lmc.agent.display import PlainRenderer

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 
 from lmc.messages import Chunk
 

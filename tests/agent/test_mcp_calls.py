@@ -8,7 +8,7 @@ import signal
 from typing import Any
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 from support.mcp_servers import cancel_when_in_flight, toy_http, toy_stdio
 
 from lmc.agent.storage import ConversationStore

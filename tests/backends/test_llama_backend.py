@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from backend_testing import DEVELOPER, SYSTEM, user_prompt
+from support.backend_testing import DEVELOPER, SYSTEM, user_prompt
 
 from lmc.backends import BackendConfig, Piece, SamplingSettings, StopReason, open_backend
 from lmc.errors import BackendError, ContextOverflowError

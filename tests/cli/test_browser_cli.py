@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_replays import final
+from support.cli_replays import final
 from support.search_site import SearchSite, search_site
 from typer.testing import CliRunner
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from typer.testing import CliRunner
 
 from lmc.cli.app import app

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_replays import final
+from support.cli_replays import final
 from support.mcp_servers import toy_stdio
 from typer.testing import CliRunner
 

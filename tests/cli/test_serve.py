@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from websockets.sync.client import connect
 
 ROOT = Path(__file__).resolve().parents[2]

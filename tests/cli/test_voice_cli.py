@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from support.speech import speak
 from typer.testing import CliRunner
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from computer_testing import collect, output_of
+from support.computer_testing import collect, output_of
 
 from lmc.computer import Computer
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from kernel_testing import KERNELS, KernelDriver, running_kernel
+from support.kernel_testing import KERNELS, KernelDriver, running_kernel
 
 pytestmark = [
     pytest.mark.timeout(120),

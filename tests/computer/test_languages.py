@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 import pytest
-from computer_testing import collect, output_of
+from support.computer_testing import collect, output_of
 
 from lmc.computer import Computer
 from lmc.computer.applescript import applescript_command

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import time
 
-from computer_testing import active_lines, collect, output_of
+from support.computer_testing import active_lines, collect, output_of
 
 
 def test_print_hello(computer):

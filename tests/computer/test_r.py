@@ -6,7 +6,7 @@ import base64
 import shutil
 
 import pytest
-from computer_testing import collect, output_of
+from support.computer_testing import collect, output_of
 
 pytestmark = pytest.mark.skipif(
     shutil.which("R") is None, reason="R is not installed (CI installs r-cran-irkernel)"

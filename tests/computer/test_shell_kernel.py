@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from kernel_testing import KERNELS, KernelDriver, running_kernel
+from support.kernel_testing import KERNELS, KernelDriver, running_kernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -222,7 +222,7 @@ def test_bash_dies_with_a_kernel_killed_outright() -> None:
     import signal
     import sys
 
-    from kernel_testing import wait_gone
+    from support.kernel_testing import wait_gone
 
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux's")

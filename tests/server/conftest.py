@@ -7,17 +7,13 @@ started here is ended after the test.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.replay import write_replay
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # server_testing
-
-from server_testing import TOKEN, LiveServer, Served
+from support.server_testing import TOKEN, LiveServer, Served
 
 from lmc.backends import BackendConfig, open_backend
 from lmc.backends.base import Backend

@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.wait import WebDriverWait
-from server_testing import TOKEN, Served, code, final
+from support.server_testing import TOKEN, Served, code, final
 from support.speech import speak
 
 CHROMIUM = "/usr/bin/chromium"

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_testing import (
+from support.server_testing import (
     TOKEN,
     Client,
     Served,

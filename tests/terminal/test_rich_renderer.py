@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from seed_chunks import FINAL, SEED, strip_ansi
+from support.seed_chunks import FINAL, SEED, strip_ansi
 
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.rich_renderer import RichRenderer

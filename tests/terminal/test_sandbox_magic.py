@@ -11,8 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli_replays import code, final
 from support.replay import write_replay
-from test_tmux_chat import ROOT, Pane, _code, _final
+from support.tmux_testing import ROOT, Pane
 
 from lmc import Interpreter
 from lmc.errors import ConfigError
@@ -36,10 +37,10 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
     replay = write_replay(
         tmp_path / "replay.txt",
         [
-            _code(f"kept = 41\nopen({str(target)!r}, 'w').write('x')"),
-            _final("Blocked."),
-            _code(f"open({str(target)!r}, 'w').write('x')\nprint(kept)"),
-            _final("Written."),
+            code(f"kept = 41\nopen({str(target)!r}, 'w').write('x')"),
+            final("Blocked."),
+            code(f"open({str(target)!r}, 'w').write('x')\nprint(kept)"),
+            final("Written."),
         ],
     )
     work = tmp_path / "work"
@@ -81,8 +82,8 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_the_chat_switches_work_in_tmux(tiny_model: Path, tmp_path: Path, outside: Path) -> None:
     target = outside / "from-tmux.txt"
-    write = _code(f"open({str(target)!r}, 'w').write('x')\nprint('wrote it')")
-    replay = write_replay(tmp_path / "chat.txt", [write, _final("No."), write, _final("Yes.")])
+    write = code(f"open({str(target)!r}, 'w').write('x')\nprint('wrote it')")
+    replay = write_replay(tmp_path / "chat.txt", [write, final("No."), write, final("Yes.")])
     work = tmp_path / "work"
     work.mkdir()
     env = {

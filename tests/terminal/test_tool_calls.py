@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from rich.console import Console
-from seed_chunks import strip_ansi
+from support.seed_chunks import strip_ansi
 
 from lmc.messages import Chunk, MessageAssembler, confirmation_chunk, validate_message
 from lmc.terminal.artifacts import ArtifactStore

@@ -3,7 +3,7 @@ and cwd are what they would be outside."""
 
 from __future__ import annotations
 
-from sandbox_testing import Place, output_of
+from support.sandbox_testing import Place, output_of
 
 from lmc.computer import Computer
 

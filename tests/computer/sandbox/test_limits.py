@@ -5,7 +5,7 @@ line in the output; the same attempts succeed with the sandbox off."""
 from __future__ import annotations
 
 import pytest
-from sandbox_testing import Place, output_of
+from support.sandbox_testing import Place, output_of
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import PREFIX, Limits

@@ -1,4 +1,4 @@
-"""Prompt pieces the backend tests share (not in conftest: see tests/agent/agent_testing.py)."""
+"""Prompt pieces the backend tests share (not in conftest: see support/agent_testing.py)."""
 
 from __future__ import annotations
 
