@@ -9,20 +9,23 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 from support.computer_testing import collect, output_of
 
 from lmc.computer import Computer
+from lmc.computer.kernel import KernelSession
+from lmc.messages import Chunk
 
 
-def _python_session(computer: Computer):
+def _python_session(computer: Computer) -> KernelSession:
     collect(computer, "python", "pass")  # make sure it is up
     return computer._sessions["python"]
 
 
-def test_interrupt_stops_code_within_a_second_and_state_survives(computer):
+def test_interrupt_stops_code_within_a_second_and_state_survives(computer: Computer) -> None:
     collect(computer, "python", "survivor = 'still here'")
     timer = threading.Timer(0.5, computer.interrupt)
     timer.start()
@@ -34,7 +37,7 @@ def test_interrupt_stops_code_within_a_second_and_state_survives(computer):
     assert output_of(collect(computer, "python", "print(survivor)")) == "still here\n"
 
 
-def test_timeout_interrupts_and_says_so(computer):
+def test_timeout_interrupts_and_says_so(computer: Computer) -> None:
     started = time.monotonic()
     out = output_of(collect(computer, "python", "import time\ntime.sleep(30)", timeout=0.5))
     assert time.monotonic() - started < 2
@@ -43,12 +46,13 @@ def test_timeout_interrupts_and_says_so(computer):
     assert output_of(collect(computer, "python", "print('after')")) == "after\n"
 
 
-def test_no_timeout_by_default():
+def test_no_timeout_by_default() -> None:
     assert Computer().timeout is None
 
 
-def test_consumer_abandoning_a_run_interrupts_it(computer):
+def test_consumer_abandoning_a_run_interrupts_it(computer: Computer) -> None:
     run = computer.run("python", "import time\nprint('start', flush=True)\ntime.sleep(30)")
+    assert isinstance(run, Generator)  # what a consumer that stops early closes
     for chunk in run:
         if chunk.get("content") == "start\n":
             break
@@ -68,7 +72,7 @@ def test_consumer_abandoning_a_run_interrupts_it(computer):
     ],
     ids=["os._exit", "segfault", "oom-kill"],
 )
-def test_dying_kernel_is_reported_and_replaced(code, why):
+def test_dying_kernel_is_reported_and_replaced(code: str, why: str) -> None:
     with Computer() as computer:
         collect(computer, "python", "doomed = 1")
         started = time.monotonic()
@@ -82,9 +86,10 @@ def test_dying_kernel_is_reported_and_replaced(code, why):
         assert after == "False\n"
 
 
-def test_kernel_that_died_while_idle_is_replaced_before_the_next_run():
+def test_kernel_that_died_while_idle_is_replaced_before_the_next_run() -> None:
     with Computer() as computer:
         session = _python_session(computer)
+        assert session.pid is not None
         os.kill(session.pid, 9)
         deadline = time.monotonic() + 5
         while session.alive and time.monotonic() < deadline:
@@ -94,7 +99,7 @@ def test_kernel_that_died_while_idle_is_replaced_before_the_next_run():
         assert out.endswith("fresh\n")
 
 
-def test_interrupt_ignored_restarts_the_kernel(monkeypatch):
+def test_interrupt_ignored_restarts_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     from lmc.computer import kernel
 
     monkeypatch.setattr(kernel, "INTERRUPT_GRACE", 1.0)
@@ -124,7 +129,7 @@ def _rss_mb() -> float:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
-def test_huge_output_streams_without_memory_growth(computer):
+def test_huge_output_streams_without_memory_growth(computer: Computer) -> None:
     # 300 MB through the stream; the consumer keeps only a bounded copy.
     from lmc.computer import BoundedOutput
 
@@ -146,10 +151,11 @@ def test_huge_output_streams_without_memory_growth(computer):
 
 
 @pytest.mark.parametrize("sandbox", ["workspace", "off"])
-def test_connection_files_are_private_and_kernels_use_ipc_sockets(sandbox):
+def test_connection_files_are_private_and_kernels_use_ipc_sockets(sandbox: str) -> None:
     with Computer(sandbox=sandbox) as computer:
         session = _python_session(computer)
         path = session.connection_file
+        assert path is not None and session.pid is not None
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert path.parent.stat().st_mode & 0o777 == 0o700
         info = json.loads(path.read_text())
@@ -184,7 +190,7 @@ def _listening_addresses(pid: int) -> set[str]:
     return addresses
 
 
-def test_prestart_hides_the_start_up():
+def test_prestart_hides_the_start_up() -> None:
     with Computer() as computer:
         called = time.monotonic()
         computer.prestart(["python"])
@@ -198,9 +204,10 @@ def test_prestart_hides_the_start_up():
         assert time.monotonic() - started < 0.5
 
 
-def test_close_stops_the_kernel_and_removes_its_files():
+def test_close_stops_the_kernel_and_removes_its_files() -> None:
     computer = Computer()
     session = _python_session(computer)
+    assert session.connection_file is not None
     pid, runtime = session.pid, session.connection_file.parent
     computer.close()
     assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
@@ -209,14 +216,14 @@ def test_close_stops_the_kernel_and_removes_its_files():
     assert "closed" in out
 
 
-def test_restart_loses_state(computer):
+def test_restart_loses_state(computer: Computer) -> None:
     collect(computer, "python", "before_restart = 1")
     computer.restart("python")
     out = output_of(collect(computer, "python", "print('before_restart' in globals())"))
     assert out == "False\n"
 
 
-def test_kernel_that_cannot_start_is_reported_with_its_own_words(tmp_path):
+def test_kernel_that_cannot_start_is_reported_with_its_own_words(tmp_path: Path) -> None:
     from lmc.computer.kernel import KernelSession
     from lmc.computer.kernelspecs import KernelSpec
     from lmc.errors import ComputerError
@@ -238,12 +245,12 @@ def test_kernel_that_cannot_start_is_reported_with_its_own_words(tmp_path):
     session.shutdown()
 
 
-def test_close_during_a_run_ends_the_run():
+def test_close_during_a_run_ends_the_run() -> None:
     computer = Computer()
     collect(computer, "python", "pass")
-    chunks = []
+    chunks: list[Chunk] = []
 
-    def consume():
+    def consume() -> None:
         chunks.extend(
             computer.run("python", "import time\nprint('going', flush=True)\ntime.sleep(30)")
         )
@@ -259,7 +266,7 @@ def test_close_during_a_run_ends_the_run():
     assert "the computer was closed" in output_of(chunks)
 
 
-def test_close_while_a_kernel_is_still_starting():
+def test_close_while_a_kernel_is_still_starting() -> None:
     computer = Computer()
     computer.prestart(["python"])
     started = time.monotonic()
@@ -267,7 +274,7 @@ def test_close_while_a_kernel_is_still_starting():
     assert time.monotonic() - started < 2
 
 
-def test_interrupt_from_a_signal_handler_like_ctrl_c(computer):
+def test_interrupt_from_a_signal_handler_like_ctrl_c(computer: Computer) -> None:
     import signal
 
     previous = signal.signal(signal.SIGALRM, lambda *_: computer.interrupt())
@@ -282,7 +289,7 @@ def test_interrupt_from_a_signal_handler_like_ctrl_c(computer):
     assert "KeyboardInterrupt" in out
 
 
-def test_interrupting_a_busy_shell_function_lands_every_time(computer):
+def test_interrupting_a_busy_shell_function_lands_every_time(computer: Computer) -> None:
     """The interrupt that used to be lost about one time in seven (a SIGINT landing while
     bash ran its DEBUG trap), 20 times in a row, the shell's state kept throughout."""
     collect(computer, "shell", "kept=still-here")
@@ -318,7 +325,9 @@ def _alive(pid: int) -> bool:
         ),
     ],
 )
-def test_closing_a_busy_wrapper_kernel_ends_its_children(language, spawn, busy):
+def test_closing_a_busy_wrapper_kernel_ends_its_children(
+    language: str, spawn: str, busy: str
+) -> None:
     """The wrapped bash or node runs in a session of its own: only the kernel's shutdown
     (``do_shutdown`` closing it) ends the children it started. Without a sandbox: inside
     one, the PIDs the code prints are the sandbox's own, and its PID namespace ends every
@@ -354,7 +363,7 @@ def test_closing_a_busy_wrapper_kernel_ends_its_children(language, spawn, busy):
         ("javascript", "for (let i = 0; i < 20000; i++) console.log(i)"),
     ],
 )
-def test_a_reader_that_pauses_loses_no_output(computer, language, code):
+def test_a_reader_that_pauses_loses_no_output(computer: Computer, language: str, code: str) -> None:
     """A kernel printing while lmc is not reading waits for it: every message arrives, the
     run's idle status included (a dropped one left the run waiting forever)."""
     collect(computer, language, "1" if language != "shell" else "true")
@@ -370,7 +379,9 @@ def test_a_reader_that_pauses_loses_no_output(computer, language, code):
 
 
 @pytest.mark.parametrize("sandbox", ["workspace", "off"])
-def test_a_deep_temporary_directory_still_starts_kernels(tmp_path, monkeypatch, sandbox):
+def test_a_deep_temporary_directory_still_starts_kernels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: str
+) -> None:
     """Unix socket paths hold about 100 bytes; a deep TMPDIR must not stop the kernels."""
     import tempfile
 

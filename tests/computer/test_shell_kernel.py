@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from support.kernel_testing import KERNELS, KernelDriver, running_kernel
+from support.kernel_testing import KERNELS, KernelDriver, kernel_pid, running_kernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -222,7 +222,7 @@ def test_bash_dies_with_a_kernel_killed_outright() -> None:
     import signal
     import sys
 
-    from support.kernel_testing import wait_gone
+    from support.processes import wait_gone
 
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux's")
@@ -235,5 +235,5 @@ def test_bash_dies_with_a_kernel_killed_outright() -> None:
                 "lmc_active_line"
             ):
                 break
-        os.kill(shell.manager.provisioner.process.pid, signal.SIGKILL)
+        os.kill(kernel_pid(shell.manager), signal.SIGKILL)
         assert wait_gone({bash}, timeout=10) == set(), "bash outlived its kernel"

@@ -12,6 +12,7 @@ from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
+from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 from support.processes import descendants, wait_gone
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -100,6 +101,13 @@ class KernelDriver:
         return run
 
 
+def kernel_pid(manager: KernelManager) -> int:
+    """The process id of a kernel this test started on this machine."""
+    provisioner = manager.provisioner
+    assert isinstance(provisioner, LocalProvisioner) and provisioner.process is not None
+    return int(provisioner.process.pid)
+
+
 @contextmanager
 def running_kernel(name: str) -> Iterator[KernelDriver]:
     """Start kernel ``name`` from kernels/ (not the user's Jupyter) and shut it down after.
@@ -118,9 +126,7 @@ def running_kernel(name: str) -> Iterator[KernelDriver]:
         client.wait_for_ready(timeout=60)
         yield KernelDriver(manager, client)
     finally:
-        pid = manager.provisioner.process.pid if manager.provisioner else None
-        if pid is not None:
-            started = descendants(pid)
+        started = descendants(kernel_pid(manager))
         client.stop_channels()
         manager.shutdown_kernel(now=False)
     assert wait_gone(started, timeout=10) == set(), "the kernel left processes behind"
