@@ -41,8 +41,13 @@ def test_architecture_and_tokenizer_keys(reader: gguf.GGUFReader) -> None:
         "<|constrain|>",
     ):
         assert types[tokens.index(marker)] == gguf.TokenType.CONTROL
-    assert tokens[field(reader, "tokenizer.ggml.bos_token_id")] == "<|startoftext|>"  # type: ignore[index]
-    assert tokens[field(reader, "tokenizer.ggml.eos_token_id")] == "<|return|>"  # type: ignore[index]
+    bos, eos = (
+        field(reader, "tokenizer.ggml.bos_token_id"),
+        field(reader, "tokenizer.ggml.eos_token_id"),
+    )
+    assert isinstance(bos, int) and isinstance(eos, int)
+    assert tokens[bos] == "<|startoftext|>"
+    assert tokens[eos] == "<|return|>"
 
 
 @pytest.mark.parametrize(
