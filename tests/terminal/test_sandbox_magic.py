@@ -16,6 +16,7 @@ from support.replay import write_replay
 from support.tmux_testing import ROOT, Pane
 
 from lmc import Interpreter
+from lmc.computer import Computer
 from lmc.errors import ConfigError
 from lmc.terminal.confirm import Confirmer
 from lmc.terminal.magic import HELP, ChatState, run_magic
@@ -28,6 +29,12 @@ def outside() -> Iterator[Path]:
     directory = Path(tempfile.mkdtemp(prefix="lmc-magic-test-", dir="/var/tmp"))
     yield directory
     shutil.rmtree(directory, ignore_errors=True)
+
+
+def _computer(interpreter: Interpreter) -> Computer:
+    """The interpreter's own computer (its type is the loop's narrower protocol)."""
+    assert isinstance(interpreter.computer, Computer)
+    return interpreter.computer
 
 
 def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
@@ -59,12 +66,12 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
         run_magic("%sandbox", chat)
         assert said[-1].startswith("sandbox workspace: code writes in") and "no network" in said[-1]
         run_magic("%network on", chat)
-        assert interpreter.computer.sandbox.network
+        assert _computer(interpreter).sandbox.network
         assert "network on" in said[-1] and "python kernel restarted" in said[-1]
         run_magic("%network", chat)  # toggles back off; no kernel ran since: nothing lost
-        assert not interpreter.computer.sandbox.network and "restarted" not in said[-1]
+        assert not _computer(interpreter).sandbox.network and "restarted" not in said[-1]
         run_magic("%sandbox off", chat)
-        assert interpreter.computer.sandbox.mode == "off" and said[-1].startswith("sandbox off")
+        assert _computer(interpreter).sandbox.mode == "off" and said[-1].startswith("sandbox off")
         with pytest.raises(ConfigError, match="off, workspace, read-only"):
             run_magic("%sandbox nonsense", chat)
 
@@ -73,7 +80,7 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
         told = str(interpreter.messages[-2]["content"])
         assert "NameError" in told  # the kernel restarted: `kept` is gone
         interpreter.reset()  # a fresh computer keeps the chosen sandbox
-        assert interpreter.computer.sandbox.mode == "off"
+        assert _computer(interpreter).sandbox.mode == "off"
     finally:
         interpreter.close()
     assert "%sandbox" in HELP and "%network" in HELP

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,10 +75,8 @@ def test_chat_confirm_decline_run_interrupt_magic_and_quit(chat: tuple[Pane, Pat
     pane.wait_for(r"Run this code\?", after=mark)
     pane.type_line("y")
     pane.wait_for("running line 3", after=mark, timeout=30)
-    started = time.monotonic()
     pane.send("C-c")
     pane.wait_for(r"interrupted[\s\S]*^>\s*$", after=mark, timeout=15)
-    assert time.monotonic() - started < 15
     assert "sleeping" in pane.screen()[mark:]
 
     # %undo drops the interrupted exchange; %tokens reports the context.
@@ -133,10 +130,8 @@ def test_ctrl_c_while_the_model_writes_returns_to_the_prompt_and_keeps_the_parti
         mark = pane.mark()
         pane.type_line("write a lot")
         pane.wait_for(r"w200\b", after=mark, timeout=60)
-        started = time.monotonic()
         pane.send("C-c")
         pane.wait_for(r"^>\s*$", after=mark, timeout=15)
-        assert time.monotonic() - started < 15
         assert "w11999" not in pane.screen()[mark:]
 
         # The partial answer is kept in the history, and the chat still works.
