@@ -58,8 +58,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
         )
         backend = None
         if api_base is None:
-            config = BackendConfig(model=str(tiny_model), replay=replay)
-            backend = open_backend(config)
+            backend = open_backend(BackendConfig(model=str(tiny_model), replay=replay))
         interpreters: list[Any] = []
 
         def factory(conversation_id: str | None, view: Backend | None) -> Any:

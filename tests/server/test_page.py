@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +32,7 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
     yield from _browser(tmp_path, [])
 
 
-def _browser(tmp_path: Path, extra: list[str]) -> Iterator[WebDriver]:
+def _browser(tmp_path: Path, extra: list[str]) -> Generator[WebDriver, None, None]:
     for path in (CHROMIUM, CHROMEDRIVER):
         assert shutil.which(path), f"{path} is missing: apt-get install chromium chromium-driver"
     options = webdriver.ChromeOptions()
