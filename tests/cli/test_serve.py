@@ -95,7 +95,7 @@ def test_serve_prints_its_url_and_token_answers_and_stops_on_ctrl_c(
         ws.send(json.dumps({"auth": token}))
         assert json.loads(ws.recv(timeout=WAIT)) == {"auth": True}
         ws.send(json.dumps({"role": "user", "type": "message", "content": "What's 34/24?"}))
-        chunks = []
+        chunks: list[dict[str, Any]] = []
         while not chunks or chunks[-1].get("content") != "complete":
             chunks.append(json.loads(ws.recv(timeout=WAIT)))
     output = "".join(c["content"] for c in chunks if c.get("format") == "output")
