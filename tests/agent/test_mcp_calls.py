@@ -394,12 +394,13 @@ def test_chat_display_fences_a_tool_call_like_code() -> None:
     out = io.StringIO()
     renderer = PlainRenderer(out)
     base = {"role": "assistant", "type": "tool_call", "format": "toy.add"}
-    for chunk in [
+    chunks: list[Chunk] = [
         {**base, "start": True},
         {**base, "content": '{"a": 1, "b": 2}'},
         {**base, "end": True},
         {"role": "computer", "type": "console", "format": "output", "content": "1 + 2 = 3\n"},
-    ]:
+    ]
+    for chunk in chunks:
         renderer.feed(chunk)
     renderer.close()
     assert out.getvalue() == '```toy.add\n{"a": 1, "b": 2}\n```\n1 + 2 = 3\n'
