@@ -23,7 +23,7 @@ def _wav_48k_stereo(wav: bytes) -> bytes:
     channel count than espeak-ng writes, made by an encoder that is not lmc's."""
     import av
 
-    source = av.open(io.BytesIO(wav))
+    source = av.open(io.BytesIO(wav), "r")
     buffer = io.BytesIO()
     sink = av.open(buffer, "w", format="wav")
     stream: Any = sink.add_stream("pcm_s24le", rate=48_000, layout="stereo")
