@@ -9,7 +9,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
@@ -25,22 +25,19 @@ def _python_session(computer: Computer) -> KernelSession:
     return computer._sessions["python"]
 
 
-def test_interrupt_stops_code_within_a_second_and_state_survives(computer: Computer) -> None:
+def test_interrupt_stops_running_code_and_state_survives(computer: Computer) -> None:
     collect(computer, "python", "survivor = 'still here'")
-    timer = threading.Timer(0.5, computer.interrupt)
-    timer.start()
-    started = time.monotonic()
-    out = output_of(collect(computer, "python", "while True:\n    pass"))
-    elapsed = time.monotonic() - started
-    assert elapsed < 1.5
-    assert "KeyboardInterrupt" in out
+    chunks = []
+    for chunk in computer.run("python", "while True:\n    pass"):  # ends only if interrupted
+        chunks.append(chunk)
+        if chunk.get("format") == "active_line" and chunk.get("content") == "1":
+            computer.interrupt()  # the loop is running
+    assert "KeyboardInterrupt" in output_of(chunks)
     assert output_of(collect(computer, "python", "print(survivor)")) == "still here\n"
 
 
 def test_timeout_interrupts_and_says_so(computer: Computer) -> None:
-    started = time.monotonic()
     out = output_of(collect(computer, "python", "import time\ntime.sleep(30)", timeout=0.5))
-    assert time.monotonic() - started < 2
     assert "Timed out after 0.5 s" in out
     assert "KeyboardInterrupt" in out
     assert output_of(collect(computer, "python", "print('after')")) == "after\n"
@@ -51,15 +48,15 @@ def test_no_timeout_by_default() -> None:
 
 
 def test_consumer_abandoning_a_run_interrupts_it(computer: Computer) -> None:
-    run = computer.run("python", "import time\nprint('start', flush=True)\ntime.sleep(30)")
+    code = "import time\nprint('start', flush=True)\ntime.sleep(30)\nslept = True"
+    run = computer.run("python", code)
     assert isinstance(run, Generator)  # what a consumer that stops early closes
     for chunk in run:
         if chunk.get("content") == "start\n":
             break
     run.close()
-    started = time.monotonic()
-    assert output_of(collect(computer, "python", "print('next')")) == "next\n"
-    assert time.monotonic() - started < 2
+    # The kernel runs one request at a time: had the sleep gone on, this would see `slept`.
+    assert output_of(collect(computer, "python", "print('slept' in globals())")) == "False\n"
 
 
 @pytest.mark.parametrize(
@@ -75,11 +72,9 @@ def test_consumer_abandoning_a_run_interrupts_it(computer: Computer) -> None:
 def test_dying_kernel_is_reported_and_replaced(code: str, why: str) -> None:
     with Computer() as computer:
         collect(computer, "python", "doomed = 1")
-        started = time.monotonic()
         out = output_of(
             collect(computer, "python", f"import time\nprint('before')\ntime.sleep(0.3)\n{code}")
         )
-        assert time.monotonic() - started < 1.5
         assert out.startswith("before\n")
         assert "kernel died" in out and why in out
         after = output_of(collect(computer, "python", "print('doomed' in globals())"))
@@ -115,9 +110,8 @@ def test_interrupt_ignored_restarts_the_kernel(monkeypatch: pytest.MonkeyPatch) 
             if "stubborn" in str(chunk.get("content")) and not interrupted_at:
                 interrupted_at = time.monotonic()
                 computer.interrupt()
-        waited = time.monotonic() - interrupted_at
-        assert interrupted_at and waited < 30, "it waited for the code instead of restarting"
-        assert "did not stop" in output_of(chunks)
+        assert interrupted_at, "the code never started"
+        assert "did not stop" in output_of(chunks)  # said only when the kernel is restarted
         assert output_of(collect(computer, "python", "print('back')")) == "back\n"
 
 
@@ -190,18 +184,34 @@ def _listening_addresses(pid: int) -> set[str]:
     return addresses
 
 
-def test_prestart_hides_the_start_up() -> None:
+def _hold_the_handshake(
+    monkeypatch: pytest.MonkeyPatch, until: Callable[[KernelSession], bool]
+) -> None:
+    """Kernels start as usual but wait before their handshake until ``until(session)`` (at
+    most 30 s): a test acts while a kernel is surely still starting."""
+    handshake = KernelSession._handshake
+
+    def held(session: KernelSession) -> None:
+        deadline = time.monotonic() + 30
+        while not until(session) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        handshake(session)
+
+    monkeypatch.setattr(KernelSession, "_handshake", held)
+
+
+def test_prestart_hides_the_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    go = threading.Event()
+    _hold_the_handshake(monkeypatch, lambda _session: go.is_set())
     with Computer() as computer:
-        called = time.monotonic()
-        computer.prestart(["python"])
-        assert time.monotonic() - called < 0.2  # returns at once; the start goes on behind
+        computer.prestart(["python"])  # returns at once; the start goes on behind
         session = computer._sessions["python"]
-        deadline = time.monotonic() + 60
-        while not session._ready.wait(0.05) and time.monotonic() < deadline:
-            pass
-        started = time.monotonic()
+        assert not session.ready  # had prestart waited for the kernel, it would be
+        go.set()
+        session.wait_ready()
+        pid = session.pid
         assert output_of(collect(computer, "python", "print(1)")) == "1\n"
-        assert time.monotonic() - started < 0.5
+        assert computer._sessions["python"] is session and session.pid == pid  # that kernel
 
 
 def test_close_stops_the_kernel_and_removes_its_files() -> None:
@@ -235,10 +245,8 @@ def test_kernel_that_cannot_start_is_reported_with_its_own_words(tmp_path: Path)
         resource_dir=tmp_path,
     )
     session = KernelSession(spec, runtime_dir=tmp_path)
-    started = time.monotonic()
     with pytest.raises(ComputerError) as caught:
         session.wait_ready()
-    assert time.monotonic() - started < 5
     message = str(caught.value)
     assert "failed to start" in message and "exited with status 1" in message
     assert "there is no IRkernel here" in message
@@ -266,12 +274,16 @@ def test_close_during_a_run_ends_the_run() -> None:
     assert "the computer was closed" in output_of(chunks)
 
 
-def test_close_while_a_kernel_is_still_starting() -> None:
+def test_close_while_a_kernel_is_still_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start is stopped where it is (its process killed), not finished and then shut
+    down: the held handshake goes on only once the kernel process is dead."""
+    _hold_the_handshake(monkeypatch, lambda session: not session.alive)
     computer = Computer()
     computer.prestart(["python"])
-    started = time.monotonic()
+    session = computer._sessions["python"]
     computer.close()
-    assert time.monotonic() - started < 2
+    assert not session.alive and session.ready_at is None  # it never answered
+    assert not session.ready
 
 
 def test_interrupt_from_a_signal_handler_like_ctrl_c(computer: Computer) -> None:
@@ -280,12 +292,10 @@ def test_interrupt_from_a_signal_handler_like_ctrl_c(computer: Computer) -> None
     previous = signal.signal(signal.SIGALRM, lambda *_: computer.interrupt())
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.5)
-        started = time.monotonic()
-        out = output_of(collect(computer, "python", "while True:\n    pass"))
+        out = output_of(collect(computer, "python", "while True:\n    pass"))  # ends if interrupted
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - started < 1.5
     assert "KeyboardInterrupt" in out
 
 

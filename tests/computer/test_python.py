@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import time
 
 import pytest
 from support.computer_testing import active_lines, collect, output_of
@@ -63,12 +62,16 @@ def test_stderr_appears(computer: Computer) -> None:
 
 
 def test_output_streams_as_it_happens(computer: Computer) -> None:
-    arrivals = []
-    for chunk in computer.run("python", "import time\nprint('a')\ntime.sleep(1)\nprint('b')"):
+    """``a`` reaches the reader while the code still sleeps: the reader interrupts then, so
+    ``b`` is never printed (output held back to the end would come with ``b``)."""
+    texts = []
+    for chunk in computer.run("python", "import time\nprint('a')\ntime.sleep(30)\nprint('b')"):
         if chunk.get("format") == "output":
-            arrivals.append((chunk["content"], time.monotonic()))
-    assert [text for text, _ in arrivals] == ["a\n", "b\n"]
-    assert 0.8 < arrivals[1][1] - arrivals[0][1] < 1.6
+            texts.append(chunk["content"])
+            if chunk["content"] == "a\n":
+                computer.interrupt()
+    assert texts[0] == "a\n"
+    assert "b\n" not in texts and "KeyboardInterrupt" in "".join(texts)
 
 
 def test_docstrings_and_strings_survive(computer: Computer) -> None:
@@ -119,9 +122,7 @@ def test_jpeg_display_is_an_image_chunk(computer: Computer) -> None:
 
 
 def test_input_gives_a_clear_error_instead_of_hanging(computer: Computer) -> None:
-    started = time.monotonic()
     out = output_of(collect(computer, "python", "name = input('Your name? ')"))
-    assert time.monotonic() - started < 5
     assert "StdinNotImplementedError" in out
     assert "asked for keyboard input" in out
 
