@@ -22,7 +22,7 @@ KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 class Run:
     """Everything one execute request produced, IOPub messages in arrival order."""
 
-    messages: list[tuple[str, dict[str, Any], float]] = field(default_factory=list)
+    messages: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     reply: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -30,7 +30,7 @@ class Run:
         """("line", n) / ("stdout", text) / ("stderr", text) / ("error", ename) /
         ("result", text) in order."""
         events: list[tuple[str, Any]] = []
-        for msg_type, content, _ in self.messages:
+        for msg_type, content in self.messages:
             if msg_type == "lmc_active_line":
                 events.append(("line", content["line"]))
             elif msg_type == "stream":
@@ -45,21 +45,19 @@ class Run:
         return events
 
     def text(self, name: str = "stdout") -> str:
-        return "".join(
-            c["text"] for t, c, _ in self.messages if t == "stream" and c["name"] == name
-        )
+        return "".join(c["text"] for t, c in self.messages if t == "stream" and c["name"] == name)
 
     @property
     def lines(self) -> list[int | None]:
-        return [c["line"] for t, c, _ in self.messages if t == "lmc_active_line"]
+        return [c["line"] for t, c in self.messages if t == "lmc_active_line"]
 
     @property
     def results(self) -> list[str]:
-        return [c["data"]["text/plain"] for t, c, _ in self.messages if t == "execute_result"]
+        return [c["data"]["text/plain"] for t, c in self.messages if t == "execute_result"]
 
     @property
     def errors(self) -> list[dict[str, Any]]:
-        return [c for t, c, _ in self.messages if t == "error"]
+        return [c for t, c in self.messages if t == "error"]
 
 
 class KernelDriver:
@@ -69,8 +67,16 @@ class KernelDriver:
         self.manager = manager
         self.client = client
 
-    def run(self, code: str, *, timeout: float = 15, interrupt_after: float | None = None) -> Run:
-        """Execute ``code``; optionally interrupt once it has run ``interrupt_after`` seconds."""
+    def run(
+        self,
+        code: str,
+        *,
+        timeout: float = 15,
+        interrupt_after: float | None = None,
+        interrupt_on: str | None = None,
+    ) -> Run:
+        """Execute ``code``; optionally interrupt once it has run ``interrupt_after`` seconds,
+        or as soon as a stream message with the text ``interrupt_on`` arrives."""
         run = Run()
         msg_id = self.client.execute(code)
         start = time.monotonic()
@@ -93,7 +99,9 @@ class KernelDriver:
                     break
                 continue
             if msg_type != "execute_input":
-                run.messages.append((msg_type, content, time.monotonic() - start))
+                run.messages.append((msg_type, content))
+            if interrupt_on is not None and content.get("text") == interrupt_on:
+                self.manager.interrupt_kernel()
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:  # e.g. a repeated kernel_info's
             reply = self.client.get_shell_msg(timeout=timeout)
