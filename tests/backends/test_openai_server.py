@@ -67,14 +67,14 @@ def test_llama_server_streams_and_max_tokens(llama_server: str) -> None:
 
 def test_llama_server_hidden_stop_is_return_without_recipient(llama_server: str) -> None:
     with OpenAIServerBackend(BackendConfig(api_base=llama_server)) as backend:
-        generation, pieces = first_stopping(backend, FINAL_PROMPT)  # type: ignore[arg-type]
+        generation, pieces = first_stopping(backend, FINAL_PROMPT)
         assert generation.stop_reason is StopReason.RETURN
         assert pieces[-1] == Piece(tokens.RETURN, special=True)
 
 
 def test_llama_server_hidden_stop_is_call_with_recipient(llama_server: str) -> None:
     with OpenAIServerBackend(BackendConfig(api_base=llama_server)) as backend:
-        generation, pieces = first_stopping(backend, CALL_PROMPT)  # type: ignore[arg-type]
+        generation, pieces = first_stopping(backend, CALL_PROMPT)
         assert generation.stop_reason is StopReason.CALL
         assert pieces[-1] == Piece(tokens.CALL, special=True)
 
