@@ -26,6 +26,12 @@ WAIT = 120.0
 Replay = Callable[..., Path]
 
 
+def _stderr(process: subprocess.Popen[str]) -> str:
+    """What a process started with ``stderr=PIPE`` wrote there."""
+    assert process.stderr is not None
+    return process.stderr.read()
+
+
 class Serving:
     """``lmc serve`` in a process of its own; its stdout lines arrive on a queue."""
 
@@ -51,7 +57,7 @@ class Serving:
         """The chat page's URL with the token, as printed at start."""
         while True:
             line = self.lines.get(timeout=WAIT)
-            assert line is not None, self.process.stderr.read()  # type: ignore[union-attr]
+            assert line is not None, _stderr(self.process)
             found = re.search(r"(http://\S+\?token=\S+)", line)
             if found:
                 return found.group(1)
@@ -108,7 +114,7 @@ def test_serve_refuses_a_public_address_without_a_token(
 ) -> None:
     server = serving("--host", "0.0.0.0", "--port", "0", "-m", str(tiny_model))
     assert server.process.wait(timeout=WAIT) == 2
-    err = server.process.stderr.read()  # type: ignore[union-attr]
+    err = _stderr(server.process)
     assert "refusing to listen on 0.0.0.0 without a token" in err
     assert "LMC_SERVER_TOKEN" in err
 
@@ -136,7 +142,7 @@ def test_serve_says_so_when_the_port_is_taken(
     port = first.printed_url().split(":")[2].split("/")[0]
     second = serving("--port", port, "-m", str(tiny_model))
     assert second.process.wait(timeout=WAIT) == 1
-    err = second.process.stderr.read()  # type: ignore[union-attr]
+    err = _stderr(second.process)
     assert f"cannot listen on 127.0.0.1:{port}" in err
     assert "Traceback" not in err
 
