@@ -28,11 +28,12 @@ def _asker(*answers: str) -> tuple[list[str], Callable[[str], str]]:
     return asked, ask
 
 
-def _confirmer(*answers: str, edit: object = None) -> tuple[Confirmer, list[str], list[str]]:
+def _confirmer(
+    *answers: str, edit: Callable[[str, str], str] = edit_in_editor
+) -> tuple[Confirmer, list[str], list[str]]:
     asked, ask = _asker(*answers)
     said: list[str] = []
-    kwargs = {"edit": edit} if edit is not None else {}
-    confirmer = Confirmer(auto_run=False, ask=ask, say=said.append, **kwargs)  # type: ignore[arg-type]
+    confirmer = Confirmer(auto_run=False, ask=ask, say=said.append, edit=edit)
     return confirmer, asked, said
 
 
