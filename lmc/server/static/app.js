@@ -121,6 +121,8 @@
   function consoleChunk(chunk) {
     if (!lastBlock) begin({ role: "computer", type: "console", start: true });
     if (chunk.format === "active_line") return markActive(chunk.content);
+    // A running MCP call's progress: a live status line, not output.
+    if (chunk.format === "progress") return lastBlock.output.setAttribute("data-progress", chunk.content);
     lastBlock.output.textContent += chunk.content;
     lastBlock.output.scrollTop = lastBlock.output.scrollHeight;
     scroll();
