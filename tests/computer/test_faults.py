@@ -20,9 +20,16 @@ from lmc.computer.kernel import KernelSession
 from lmc.messages import Chunk
 
 
+def _local_session(computer: Computer) -> KernelSession:
+    """The python kernel, one on this machine (a gateway's would be another kind)."""
+    session = computer._sessions["python"]
+    assert isinstance(session, KernelSession)
+    return session
+
+
 def _python_session(computer: Computer) -> KernelSession:
     collect(computer, "python", "pass")  # make sure it is up
-    return computer._sessions["python"]
+    return _local_session(computer)
 
 
 def test_interrupt_stops_running_code_and_state_survives(computer: Computer) -> None:
@@ -205,7 +212,7 @@ def test_prestart_hides_the_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
     _hold_the_handshake(monkeypatch, lambda _session: go.is_set())
     with Computer() as computer:
         computer.prestart(["python"])  # returns at once; the start goes on behind
-        session = computer._sessions["python"]
+        session = _local_session(computer)
         assert not session.ready  # had prestart waited for the kernel, it would be
         go.set()
         session.wait_ready()
@@ -280,7 +287,7 @@ def test_close_while_a_kernel_is_still_starting(monkeypatch: pytest.MonkeyPatch)
     _hold_the_handshake(monkeypatch, lambda session: not session.alive)
     computer = Computer()
     computer.prestart(["python"])
-    session = computer._sessions["python"]
+    session = _local_session(computer)
     computer.close()
     assert not session.alive and session.ready_at is None  # it never answered
     assert not session.ready
