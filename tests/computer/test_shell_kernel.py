@@ -174,12 +174,21 @@ def test_undecodable_bytes_are_replaced(shell: KernelDriver) -> None:
     assert shell.run("printf 'é'; printf '\\n'").text() == "é\n"
 
 
-def test_output_streams_while_the_block_runs(shell: KernelDriver) -> None:
-    """``first`` arrives while the block sleeps: interrupted then, it never says ``second``
-    (output held back to the end would come after the 30 s sleep, past the 20 s deadline)."""
-    run = shell.run("echo first\nsleep 30\necho second", interrupt_on="first\n", timeout=20)
-    assert run.text() == "first\n"
-    assert run.errors[0]["ename"] == "KeyboardInterrupt"
+def test_output_streams_while_the_block_runs(shell: KernelDriver, tmp_path: Path) -> None:
+    """The block waits (up to 30 s) for a file the test writes only once ``first`` has
+    arrived: output held back to the end would make it say ``late``."""
+    seen = tmp_path / "seen"
+    code = (
+        f"echo first\nfor i in $(seq 300); do [ -e {seen} ] && break; sleep 0.1; done\n"
+        f"[ -e {seen} ] && echo second || echo late"
+    )
+
+    def on_stream(text: str) -> None:
+        if text == "first\n":
+            seen.touch()
+
+    run = shell.run(code, timeout=60, on_stream=on_stream)
+    assert run.text() == "first\nsecond\n"
 
 
 def test_carriage_returns_pass_through(shell: KernelDriver) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,10 +73,10 @@ class KernelDriver:
         *,
         timeout: float = 15,
         interrupt_after: float | None = None,
-        interrupt_on: str | None = None,
+        on_stream: Callable[[str], object] | None = None,
     ) -> Run:
-        """Execute ``code``; optionally interrupt once it has run ``interrupt_after`` seconds,
-        or as soon as a stream message with the text ``interrupt_on`` arrives."""
+        """Execute ``code``; optionally interrupt once it has run ``interrupt_after`` seconds.
+        ``on_stream`` is called with each stream message's text as it arrives."""
         run = Run()
         msg_id = self.client.execute(code)
         start = time.monotonic()
@@ -100,8 +100,8 @@ class KernelDriver:
                 continue
             if msg_type != "execute_input":
                 run.messages.append((msg_type, content))
-            if interrupt_on is not None and content.get("text") == interrupt_on:
-                self.manager.interrupt_kernel()
+            if on_stream is not None and msg_type == "stream":
+                on_stream(content["text"])
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:  # e.g. a repeated kernel_info's
             reply = self.client.get_shell_msg(timeout=timeout)
