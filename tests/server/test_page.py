@@ -58,6 +58,7 @@ def _browser(tmp_path: Path, extra: list[str]) -> Generator[WebDriver, None, Non
 
 def policy_violations(driver: WebDriver) -> list[str]:
     """What the page's Content-Security-Policy refused (chromium logs each refusal)."""
+    assert isinstance(driver, webdriver.Chrome)  # the browser log is chromium's
     return [
         e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]
     ]
