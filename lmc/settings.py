@@ -447,6 +447,15 @@ class Settings:
         help="Summarise older turns when the conversation nears the context size "
         "(off: the oldest turns are left out instead).",
     )
+    #: More host names ``lmc serve`` answers to, beyond loopback names, IP addresses and the
+    #: ``--host`` name (the DNS-rebinding guard, lmc.server.security): a proxy's, say.
+    server_allowed_hosts: str | None = option(
+        None,
+        kind="text",
+        section=("server", "allowed_hosts"),
+        help="More host names lmc serve answers to (comma-separated; *.example.org allows "
+        "its subdomains).",
+    )
     # -- kernels on a Jupyter Kernel/Enterprise Gateway (lmc.computer.gateway) --
     kernel_gateway: str | None = option(
         None,

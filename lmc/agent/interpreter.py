@@ -156,7 +156,8 @@ class Interpreter(WorkspaceMixin):
                 else parse_server(name, value, "mcp_servers")
                 for name, value in s.mcp_servers.items()
             }
-            self.tools = McpTools(configs)
+            root = Path(s.workdir) if s.workdir is not None else Path.cwd()
+            self.tools = McpTools(configs, roots=[root], verbose=s.verbose)
         #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``), made when
         #: the model is loaded or first prompted (see :meth:`_open_browser`).
         self.browser_tools: BrowserTools | None = None

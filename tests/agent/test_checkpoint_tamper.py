@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 
 from lmc.computer import Computer
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 from support.workspace_testing import files_of, git, git_state
 
 from lmc.computer import Computer

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_replays import final
+from support.cli_replays import final
 from support.mcp_servers import toy_stdio
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lmc.cli.app import app
 from lmc.config import load_settings
@@ -22,7 +22,7 @@ Replay = Callable[..., Path]
 ARGS = '{"a": 2, "b": 3}'
 
 
-def _run(env: dict[str, str], *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+def _run(env: dict[str, str], *args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(app, list(args), env=env, input=input, catch_exceptions=False)
 
 
@@ -123,17 +123,25 @@ def test_mcp_list_starts_each_server_and_lists_its_tools(lmc_env: dict[str, str]
     assert result.exit_code == 1  # one server did not start
     lines = result.stdout.splitlines()
     assert lines[0].startswith("toy (stdio: ") and lines[0].endswith("mcp_toy_server.py)")
-    assert lines[1:8] == [
-        "  ✓ started, 6 tools",
+    # Resources and prompts too (on main only tools were listed).
+    assert lines[1:15] == [
+        "  ✓ started, 9 tools, 1 resource, 1 prompt",
         "    add       Add two whole numbers. (auto-approved)",
         "    remember  Remember a note for later calls.",
         "    red_dot   A red dot, as a PNG image.",
         "    fail      Always fails with the message given.",
         "    slow      Sleep for some seconds, then say so.",
+        "    patient   Wait (without blocking the server); notes it when cancelled.",
+        "    steps     Report progress three times, then finish.",
+        "    roots     The client's roots, one URI a line.",
         "    crash     Exit the server process in the middle of the call.",
+        "  resources:",
+        "    note://today  today",
+        "  prompts:",
+        "    review(code)  Ask for a review of some code.",
     ]
-    assert lines[8].startswith("broken (stdio: ")
-    assert lines[9] == (
+    assert lines[15].startswith("broken (stdio: ")
+    assert lines[16] == (
         "  ✗ MCP server 'broken' failed to start: Connection closed (its last message: toy "
         "server: cannot open its database)"
     )
@@ -154,7 +162,7 @@ def test_doctor_includes_the_servers(lmc_env: dict[str, str], tiny_model: Path) 
         + _toml_table("mcp.servers.broken", toy_stdio("broken")),
     )
     result = _run(lmc_env, "doctor", "-m", str(tiny_model))
-    assert "mcp\n  ✓ toy          6 tools\n  ✗ broken       MCP server 'broken' failed" in (
+    assert "mcp\n  ✓ toy          9 tools\n  ✗ broken       MCP server 'broken' failed" in (
         result.stdout
     )
 

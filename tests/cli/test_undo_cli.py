@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from cli_replays import code, final
+from support.cli_replays import code, final
 from support.workspace_testing import files_of, git, git_state
 from typer.testing import CliRunner
 

@@ -7,20 +7,17 @@ started here is ended after the test.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.replay import write_replay
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # server_testing
-
-from server_testing import TOKEN, LiveServer, Served
+from support.server_testing import TOKEN, LiveServer, Served
 
 from lmc.backends import BackendConfig, open_backend
 from lmc.backends.base import Backend
+from lmc.cli.serve import computer_factory
 from lmc.cli.session import make_interpreter
 from lmc.config import Settings
 from lmc.server import ServerConfig, create_app
@@ -44,6 +41,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
         stt_model: str | None = None,
         max_tokens: int | None = None,
         mcp_servers: dict[str, Any] | None = None,
+        config_options: dict[str, Any] | None = None,
     ) -> Served:
         replay = None
         if completions:
@@ -62,21 +60,24 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
         )
         backend = None
         if api_base is None:
-            config = BackendConfig(model=str(tiny_model), replay=replay)
-            backend = open_backend(config)
+            backend = open_backend(BackendConfig(model=str(tiny_model), replay=replay))
         interpreters: list[Any] = []
 
-        def factory(conversation_id: str | None, view: Backend | None) -> Any:
-            interpreter = make_interpreter(settings, conversation_id, backend=view)
+        def factory(conversation_id: str | None, view: Backend | None, computer: Any) -> Any:
+            interpreter = make_interpreter(
+                settings, conversation_id, backend=view, computer=computer
+            )
             interpreters.append(interpreter)
             return interpreter
 
         config = ServerConfig(
             token=TOKEN,
             make_interpreter=factory,
+            make_computer=computer_factory(settings),
             shared_backend=backend,
             auto_run=auto_run,
             db_path=db_path,
+            **(config_options or {}),
         )
         live = LiveServer(create_app(config))
         started.append((live, backend))
