@@ -41,6 +41,7 @@ def rerun_line(language: str, lacked: str) -> str:
 def rerun_if_allowed(
     loop: Loop,
     offer: OfferRerun,
+    *,
     target: ToolTarget,
     language: str,
     code: str,

@@ -457,8 +457,11 @@ class Loop:
         if self.offer_rerun is not None and rerun is None:
             from lmc.agent.escalation import rerun_if_allowed
 
-            offer = self.offer_rerun
-            if (yield from rerun_if_allowed(self, offer, target, language, code, output, told)):
+            again = rerun_if_allowed(
+                self, self.offer_rerun, target=target, language=language, code=code,
+                output=output, told=told,
+            )  # fmt: skip
+            if (yield from again):
                 return
         self._record_run(target, output, told)
 

@@ -33,7 +33,7 @@ def fetch_server() -> Iterator[FetchServer]:
     record = FetchServer(server.server_address[1])
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (the http.server name)
+        def do_GET(self) -> None:
             record.seen.append(self.path)
             body = f"fetched {self.path}".encode()
             self.send_response(200)
@@ -41,7 +41,7 @@ def fetch_server() -> Iterator[FetchServer]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server.RequestHandlerClass = Handler
