@@ -67,6 +67,14 @@ def rerun_if_allowed(
         loop._record(message, "")  # the person saw it; the model reads the re-run instead
     line = rerun_line(language, lacked)
     yield from loop._notice(line)
+    # The code again above its new output, so that a renderer shows the output as the code's
+    # (console output after a note reads as lmc's words). The transcript holds it once.
+    yield from _code_chunks(language, code)
     rerun = run_relaxed(language, code, lacked)
     yield from loop._run(target, language, code, f"{told}{line}\n\nOutput:\n", rerun)
     return True
+
+
+def _code_chunks(language: str, code: str) -> list[Chunk]:
+    base: Chunk = {"role": "assistant", "type": "code", "format": language}
+    return [{**base, "start": True}, {**base, "content": code}, {**base, "end": True}]

@@ -20,9 +20,13 @@ class FetchServer:
 
 
 def fetch_code(url: str) -> str:
-    """Python that fetches ``url`` and prints the body."""
+    """Python that fetches ``url`` and prints the body (or, in one line, why it could not)."""
     return (
-        f"import urllib.request\nprint(urllib.request.urlopen({url!r}, timeout=10).read().decode())"
+        "import urllib.request\n"
+        "try:\n"
+        f"    print(urllib.request.urlopen({url!r}, timeout=10).read().decode())\n"
+        "except OSError as exc:\n"
+        "    print('failed:', exc)"
     )
 
 
