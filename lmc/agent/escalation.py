@@ -6,7 +6,9 @@ one block again in a throwaway kernel that has it (:meth:`lmc.Computer.run_relax
 ``%pip install`` or a download needs no restart, and the sandbox stays strict for the blocks
 after it. Only the interactive terminal sets the callback (never ``-y``, ``--json``,
 ``lmc serve`` or ``lmc mcp serve``). On a yes the person and the model are told in one line,
-and the model reads the re-run's output instead of the blocked one.
+and the model reads the re-run's output instead of the blocked one. A block re-run with the
+network that then runs into a refused write (``pip install``) may be offered once more,
+without the sandbox; a block re-run without the sandbox lacks nothing.
 """
 
 from __future__ import annotations

@@ -454,7 +454,7 @@ class Loop:
             raise
         finally:
             self.running = False
-        if self.offer_rerun is not None and rerun is None:
+        if self.offer_rerun is not None:
             from lmc.agent.escalation import rerun_if_allowed
 
             again = rerun_if_allowed(

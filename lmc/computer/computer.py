@@ -270,7 +270,9 @@ class Computer:
         try:
             yield from once.run(language, code, timeout)
             self.last_run_failed = once.last_run_failed
-            self.last_run_lacked = None  # no second offer for the same block
+            # With the network a block may get on to a refused write (``pip install``): that
+            # can be offered next; without the sandbox it lacks nothing (None).
+            self.last_run_lacked = once.last_run_lacked
         finally:
             with self._lock:
                 self._relaxed.discard(once)

@@ -124,3 +124,27 @@ def test_yes_to_a_blocked_write_runs_it_once_without_the_sandbox(
     assert not later.exists()  # the next block was contained again
     assert [lacked for _, lacked in answers.asked] == ["unsandboxed", "unsandboxed"]
     assert "run again without the sandbox" in _said(messages)
+
+
+def test_a_block_that_needs_the_network_and_a_write_is_offered_both_in_turn(
+    make_interpreter: MakeInterpreter, strict: Computer, server: FetchServer, place: Path
+) -> None:
+    """Like ``pip install``: with the network it gets on to a write the sandbox refuses."""
+    outside = place / "installed.txt"
+    both = (
+        "import urllib.request\n"
+        f"body = urllib.request.urlopen({server.url('/package')!r}, timeout=10).read()\n"
+        f"open({str(outside)!r}, 'wb').write(body)"
+    )
+    interpreter, backend = make_interpreter(
+        [_code(both), _final("Installed.")], computer=strict, auto_run=True
+    )
+    answers = Answers(True, True)
+    interpreter.offer_rerun = answers
+    messages = interpreter.chat("install", display=False)
+    assert [lacked for _, lacked in answers.asked] == ["network", "unsandboxed"]
+    assert server.seen == ["/package", "/package"]  # once per re-run; never sandboxed
+    assert outside.read_text() == "fetched /package"
+    said = _said(messages)
+    assert "with the network" in said and "without the sandbox" in said
+    assert "run again without the sandbox" in backend.prompts[1]
