@@ -13,13 +13,12 @@ without the sandbox; a block re-run without the sandbox lacks nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from lmc.messages import Chunk
+from lmc.messages import Chunk, Message
 
 if TYPE_CHECKING:
-    from lmc.agent.loop import Loop, _RunOutput
     from lmc.agent.tools import ToolTarget
 
 __all__ = ["OfferRerun", "rerun_if_allowed", "rerun_line"]
@@ -29,6 +28,31 @@ __all__ = ["OfferRerun", "rerun_if_allowed", "rerun_line"]
 OfferRerun = Callable[[dict[str, Any], str], bool]
 
 WITH: Final = {"network": "with the network", "unsandboxed": "without the sandbox"}
+
+
+class _RunOutput(Protocol):
+    def finish(self) -> list[Message]: ...
+
+
+class _Loop(Protocol):
+    """What this needs of :class:`lmc.agent.loop.Loop` (which imports this module)."""
+
+    def _computer(self) -> Any: ...
+
+    def _record(self, message: Message, harmony: str) -> int: ...
+
+    def _record_run(self, target: ToolTarget, output: Any, told: str) -> None: ...
+
+    def _notice(self, text: str, harmony: str = "") -> Iterator[Chunk]: ...
+
+    def _run(
+        self,
+        target: ToolTarget,
+        language: str,
+        code: str,
+        told: str,
+        rerun: Iterable[Chunk] | None = None,
+    ) -> Iterator[Chunk]: ...
 
 
 def rerun_line(language: str, lacked: str) -> str:
@@ -41,7 +65,7 @@ def rerun_line(language: str, lacked: str) -> str:
 
 
 def rerun_if_allowed(
-    loop: Loop,
+    loop: _Loop,
     offer: OfferRerun,
     *,
     target: ToolTarget,
