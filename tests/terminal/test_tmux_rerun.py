@@ -6,13 +6,17 @@ that block again with the network; no runs nothing; the next block is blocked ag
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.fetch_server import FetchServer, fetch_code, fetch_server
-from test_tmux_chat import Pane, _code, _final, _start_chat
+from support.replay import write_replay
+from test_tmux_chat import ROOT, Pane, _code, _final, _start_chat
 
 from lmc.computer.sandbox import find_tool
 
@@ -88,5 +92,45 @@ def test_with_yes_or_json_nothing_is_offered_and_nothing_runs_again(
         screen = pane.screen()
         assert screen.count("[blocked by the sandbox]") == 2, screen
         assert "Run this block again" not in screen and server.seen == []
+    finally:
+        pane.tmux("kill-server")
+
+
+def test_lmc_run_at_a_terminal_offers_it_too(
+    tiny_model: Path, tmp_path: Path, server: FetchServer
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    replay = write_replay(
+        tmp_path / "run.txt", [_code(fetch_code(server.url("/once"))), _final("Fetched it.")]
+    )
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "TERM": "xterm-256color",
+    }
+    command = " ".join(
+        [
+            "env",
+            *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
+            shlex.quote(sys.executable),
+            "-m lmc run --model",
+            shlex.quote(str(tiny_model)),
+            "--replay",
+            shlex.quote(str(replay)),
+            "'fetch it'; echo LMC-EXITED rc=$?; sleep 60",
+        ]
+    )
+    pane = Pane(f"lmc-test-{os.getpid()}-{tmp_path.name}", "run")
+    pane.tmux("new-session", "-d", "-s", "run", "-x", "80", "-y", "24", "-c", str(work), command)
+    try:
+        pane.wait_for(r"Run this code\?", timeout=120)
+        pane.type_line("y")
+        pane.wait_for(OFFER, timeout=60)
+        assert server.seen == []
+        pane.type_line("y")
+        pane.wait_for("LMC-EXITED rc=0", timeout=60)
+        assert "fetched /once" in pane.screen() and server.seen == ["/once"]
     finally:
         pane.tmux("kill-server")
