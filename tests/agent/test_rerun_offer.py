@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 from support.fetch_server import FetchServer, fetch_code, fetch_server
 
 from lmc.computer import Computer

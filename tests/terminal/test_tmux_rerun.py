@@ -14,9 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli_replays import code as _code
+from support.cli_replays import final as _final
 from support.fetch_server import FetchServer, fetch_code, fetch_server
 from support.replay import write_replay
-from test_tmux_chat import ROOT, Pane, _code, _final, _start_chat
+from support.tmux_testing import ROOT, Pane
+from support.tmux_testing import start_chat as _start_chat
 
 from lmc.computer.sandbox import find_tool
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from sandbox_testing import Place, connect_code, loopback_server, output_of, write_code
 from support.processes import descendants, wait_gone
+from support.sandbox_testing import Place, connect_code, loopback_server, output_of, write_code
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import PREFIX
