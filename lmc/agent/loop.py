@@ -39,6 +39,7 @@ from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
 
 if TYPE_CHECKING:
     from lmc.agent.compaction import Compactor
+    from lmc.agent.escalation import OfferRerun
     from lmc.agent.tool_calls import ExternalTools
     from lmc.computer.output import BoundedOutput
 
@@ -213,6 +214,9 @@ class Loop:
         #: Summarises older messages near the context size (None: the oldest turns are left
         #: out instead, with a note).
         self.compactor: Compactor | None = None
+        #: Asked, when the sandbox blocked a block, whether to run it again with what it
+        #: lacked (:mod:`lmc.agent.escalation`); only the interactive terminal sets it.
+        self.offer_rerun: OfferRerun | None = None
         self._token_counts: dict[str, int] = {}  # a message's Harmony text -> its tokens
 
     def forget(self) -> None:
@@ -440,12 +444,20 @@ class Loop:
     def _result(self, target: ToolTarget, text: str) -> str:
         return tool_result_harmony(target.author, target.channel, text)
 
-    def _run(self, target: ToolTarget, language: str, code: str, told: str) -> Iterator[Chunk]:
+    def _run(
+        self,
+        target: ToolTarget,
+        language: str,
+        code: str,
+        told: str,
+        rerun: Iterable[Chunk] | None = None,
+    ) -> Iterator[Chunk]:
+        """Run the block (or stream ``rerun``, its second run) between the block hooks."""
         hooks = self.block_hooks
         note = hooks.before_block() if hooks is not None else None
         if note:
             yield from self._notice(note)
-        yield from self._run_block(target, language, code, told)
+        yield from self._run_block(target, language, code, told, rerun)
         after = hooks.after_block() if hooks is not None else None
         if after is not None:
             self._record(after, "")
@@ -455,10 +467,16 @@ class Loop:
             yield {**flag, "end": True}
 
     def _run_block(
-        self, target: ToolTarget, language: str, code: str, told: str
+        self,
+        target: ToolTarget,
+        language: str,
+        code: str,
+        told: str,
+        rerun: Iterable[Chunk] | None = None,
     ) -> Iterator[Chunk]:
+        """Run the block (or stream ``rerun``) and record its output."""
         output = _RunOutput(self.settings.output_limit, self.settings.history_output_limit)
-        chunks = iter(self._computer().run(language, code))
+        chunks = iter(self._computer().run(language, code) if rerun is None else rerun)
         self.running = True
         in_console = False
         try:
@@ -486,6 +504,15 @@ class Loop:
             raise
         finally:
             self.running = False
+        if self.offer_rerun is not None:
+            from lmc.agent.escalation import rerun_if_allowed
+
+            again = rerun_if_allowed(
+                self, self.offer_rerun, target=target, language=language, code=code,
+                output=output, told=told,
+            )  # fmt: skip
+            if (yield from again):
+                return
         self._record_run(target, output, told)
 
     def _record_run(self, target: ToolTarget, output: _RunOutput, told: str) -> None:
