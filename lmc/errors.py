@@ -31,6 +31,7 @@ __all__ = [
     "InputError",
     "LmcError",
     "MessageError",
+    "MissingExtraError",
     "ModelNotFoundError",
     "SandboxUnavailableError",
     "ServerError",
@@ -49,6 +50,10 @@ class LmcError(Exception):
         super().__init__(message)
         if hint is not None:
             self.hint = hint
+
+
+class MissingExtraError(LmcError):
+    """An optional part of lmc (``pip install "lmc[NAME]"``) is used but not installed."""
 
 
 class MessageError(LmcError, ValueError):

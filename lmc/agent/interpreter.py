@@ -119,6 +119,9 @@ class Interpreter:
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
         self.tools: McpTools | None = None
         if s.mcp_servers:
+            from lmc.extras import require
+
+            require("mcp")
             from lmc.mcp.config import McpServerConfig, parse_server
             from lmc.mcp.tools import McpTools
 

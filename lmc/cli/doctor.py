@@ -117,20 +117,19 @@ def _context_line(model: str | None, context: int | None, gpu_layers: int | None
 def _gpu_offload() -> bool:
     if importlib.util.find_spec("llama_cpp") is None:
         return False
-    import llama_cpp
+    from lmc.backends._llama_cpp import supports_gpu_offload
 
-    return bool(llama_cpp.llama_supports_gpu_offload())
+    return supports_gpu_offload()
 
 
 def _backend_lines() -> list[tuple[str, bool, str]]:
     if importlib.util.find_spec("llama_cpp") is None:
         return [("llama.cpp", False, "llama-cpp-python is not installed")]
-    import llama_cpp
+    from lmc.backends._llama_cpp import supports_gpu_offload, version
 
-    version = getattr(llama_cpp, "__version__", "?")
-    gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    gpu = supports_gpu_offload()
     return [
-        ("llama.cpp", True, f"llama-cpp-python {version}"),
+        ("llama.cpp", True, f"llama-cpp-python {version()}"),
         ("GPU offload", gpu, "supported by this build" if gpu else "not in this build: CPU only"),
     ]
 
