@@ -241,13 +241,9 @@ class LlamaCppBackend(Backend):
         reason = StopReason.END_OF_STREAM
         try:
             while True:
-                if settings.max_tokens is not None and (
-                    generation.completion_tokens >= settings.max_tokens
-                ):
-                    reason = StopReason.MAX_TOKENS
-                    break
-                if cancelled():
-                    reason = StopReason.CANCELLED
+                stop = _stop_before_sampling(generation, settings, cancelled)
+                if stop is not None:
+                    reason = stop
                     break
                 with _llama_errors("sample a token"):
                     token = llama.sample(sampler, llm)
@@ -264,20 +260,13 @@ class LlamaCppBackend(Backend):
                         sampler.close()
                         sampler = self._sampler(settings, forced, generation, grammar)
                         constrained = True
-                if marker is not None:
-                    yield from pieces.special(marker)
-                    if token in self._stops:
-                        reason = self._stops[token]
-                        break
-                else:
-                    piece = pieces.text(data)
-                    if piece is not None:
-                        yield piece
-                if cancelled():
-                    reason = StopReason.CANCELLED
+                yield from pieces.special(marker) if marker is not None else pieces.texts(data)
+                if token in self._stops:  # (a marker)
+                    reason = self._stops[token]
                     break
-                if llm.n_tokens >= self.context_size:
-                    reason = StopReason.CONTEXT_FULL
+                stop = self._stop_after_token(cancelled)
+                if stop is not None:
+                    reason = stop
                     break
                 with _llama_errors("evaluate a token"):
                     llm.eval([token])
@@ -288,6 +277,13 @@ class LlamaCppBackend(Backend):
             sampler.close()
             if grammar is not None:
                 grammar.close()
+
+    def _stop_after_token(self, cancelled: Callable[[], bool]) -> StopReason | None:
+        if cancelled():
+            return StopReason.CANCELLED
+        if self._llm.n_tokens >= self.context_size:
+            return StopReason.CONTEXT_FULL
+        return None
 
     # ---------------------------------------------------------------------- KV cache
 
@@ -424,6 +420,16 @@ class LlamaCppBackend(Backend):
             if len(ids) == 1:
                 markers[ids[0]] = marker
         return markers
+
+
+def _stop_before_sampling(
+    generation: Generation, settings: SamplingSettings, cancelled: Callable[[], bool]
+) -> StopReason | None:
+    if settings.max_tokens is not None and generation.completion_tokens >= settings.max_tokens:
+        return StopReason.MAX_TOKENS
+    if cancelled():
+        return StopReason.CANCELLED
+    return None
 
 
 class _CallbackErrors:
