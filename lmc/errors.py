@@ -29,6 +29,7 @@ __all__ = [
     "ContextOverflowError",
     "HarmonyError",
     "InputError",
+    "InterpreterClosedError",
     "LmcError",
     "MessageError",
     "MissingExtraError",
@@ -50,6 +51,10 @@ class LmcError(Exception):
         super().__init__(message)
         if hint is not None:
             self.hint = hint
+
+
+class InterpreterClosedError(LmcError):
+    """The Interpreter was closed (a turn running then ends quietly)."""
 
 
 class MissingExtraError(LmcError):

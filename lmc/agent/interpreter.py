@@ -15,6 +15,7 @@ it) so that the same clean-up runs before its next ``chat``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import weakref
@@ -28,7 +29,7 @@ from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
 from lmc.agent.storage import ConversationStore
 from lmc.agent.tools import argument_schemas, developer_message, system_message
 from lmc.backends.base import Backend, BackendConfig, SamplingSettings
-from lmc.errors import ConfigError, LmcError
+from lmc.errors import ConfigError, InterpreterClosedError, LmcError
 from lmc.messages import Chunk, Message, validate_message
 from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
 
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["Interpreter"]
 
 Confirm = Callable[[dict[str, Any]], "bool | str"]
+
+#: Seconds close() waits for a running turn to stop before it frees what the turn uses.
+CLOSE_WAIT = 30.0
 
 
 class Interpreter:
@@ -113,7 +117,11 @@ class Interpreter:
         self._store: ConversationStore | None = None
         self._conversation_id: str | None = None
         self._cancel = threading.Event()
+        #: Set when close() begins: from then on no model is opened, no kernel started, no
+        #: store reopened, and a running turn ends at its next step.
+        self._closed = threading.Event()
         self._busy = threading.Lock()
+        self._turn_thread: int | None = None  # the thread that consumes the current turn
         # The last turn's stream, weakly: a consumer that drops it closes it at once.
         self._active: weakref.ref[Generator[Chunk, None, None]] | None = None
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
@@ -162,7 +170,12 @@ class Interpreter:
             self.tools.start()
         self._get_backend()
 
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise InterpreterClosedError("this Interpreter has been closed")
+
     def _get_backend(self) -> Backend:
+        self._check_open()
         if self._backend is None:
             from lmc.backends import open_backend
 
@@ -177,6 +190,7 @@ class Interpreter:
     def computer(self) -> Computer | ComputerLike:
         """The :class:`lmc.Computer` that runs the model's code."""
         if self._computer is None:
+            self._check_open()
             from lmc.computer import Computer
 
             self._computer = Computer(**self._sandbox)
@@ -200,6 +214,7 @@ class Interpreter:
     def store(self) -> ConversationStore:
         """The conversation database."""
         if self._store is None:
+            self._check_open()
             self._store = ConversationStore(self._db_path)
         return self._store
 
@@ -390,34 +405,44 @@ class Interpreter:
     def _turn(
         self, user: Message, decide: Decide, renderer: Renderer | None, audio: bytes | None
     ) -> Generator[Chunk, None, None]:
+        self._check_open()
         if not self._busy.acquire(blocking=False):
             raise LmcError("this Interpreter is already in a chat; one turn at a time")
+        self._turn_thread = threading.get_ident()
         try:
-            self._prestart()
-            heard: list[Chunk] = []
-            if audio is not None:
-                text = self._hear(audio)
-                if text is None:
-                    return  # cancelled while listening: nothing was said, nothing stored
-                user = {"role": "user", "type": "message", "content": text}
-                heard = [
-                    {"role": "user", "type": "message", "start": True},
-                    {"role": "user", "type": "message", "content": text},
-                    {"role": "user", "type": "message", "end": True},
-                ]
-            harmony = user_harmony(user["content"]) if user["type"] == "message" else None
-            turn = self._loop.turn(user, harmony or "", decide)
-            try:
-                for chunk in itertools.chain(heard, turn):
-                    if renderer is not None:
-                        renderer.feed(chunk)
-                    yield chunk
-            finally:
-                turn.close()
-                if renderer is not None:
-                    renderer.close()
+            yield from self._open_turn(user, decide, renderer, audio)
+        except InterpreterClosedError:
+            pass  # close() began during the turn: it ends here, quietly, as on cancel()
         finally:
+            self._turn_thread = None
             self._busy.release()
+
+    def _open_turn(
+        self, user: Message, decide: Decide, renderer: Renderer | None, audio: bytes | None
+    ) -> Generator[Chunk, None, None]:
+        self._prestart()
+        heard: list[Chunk] = []
+        if audio is not None:
+            text = self._hear(audio)
+            if text is None:
+                return  # cancelled while listening: nothing was said, nothing stored
+            user = {"role": "user", "type": "message", "content": text}
+            heard = [
+                {"role": "user", "type": "message", "start": True},
+                {"role": "user", "type": "message", "content": text},
+                {"role": "user", "type": "message", "end": True},
+            ]
+        harmony = user_harmony(user["content"]) if user["type"] == "message" else None
+        turn = self._loop.turn(user, harmony or "", decide)
+        try:
+            for chunk in itertools.chain(heard, turn):
+                if renderer is not None:
+                    renderer.feed(chunk)
+                yield chunk
+        finally:
+            turn.close()
+            if renderer is not None:
+                renderer.close()
 
     @staticmethod
     def _audio_of(user: Message) -> bytes | None:
@@ -454,12 +479,21 @@ class Interpreter:
             self._computer.interrupt()
 
     def close(self) -> None:
-        """Free the model, the kernels and the database (what this Interpreter created)."""
-        if self._owns_computer and self._computer is not None:
-            close = getattr(self._computer, "close", None)
+        """Free the model, the kernels and the database (what this Interpreter created).
+
+        A turn still running is stopped first, as :meth:`cancel` does: its kernels are shut
+        down at once (the run ends "cut short"), and the model and database are freed once
+        the turn has ended (waiting up to :data:`CLOSE_WAIT` seconds for a turn consumed in
+        another thread). After close() began no model request is sent and no kernel starts.
+        """
+        self._closed.set()
+        self.cancel()
+        computer, self._computer = self._computer, None
+        if self._owns_computer and computer is not None:
+            close = getattr(computer, "close", None)
             if close is not None:
                 close()
-            self._computer = None
+        self._stop_turn()
         if self._owns_backend and self._backend is not None:
             self._backend.close()
             self._backend = None
@@ -468,6 +502,19 @@ class Interpreter:
             self._store = None
         if self.tools is not None:
             self.tools.close()
+
+    def _stop_turn(self) -> None:
+        """End the running turn: a stream suspended in this thread (or one whose thread is
+        gone) is closed here; one another thread consumes stops at its next step."""
+        consumer = self._turn_thread
+        elsewhere = consumer not in (None, threading.get_ident()) and any(
+            thread.ident == consumer for thread in threading.enumerate()
+        )
+        if elsewhere and self._busy.acquire(timeout=CLOSE_WAIT):
+            self._busy.release()
+            return
+        with contextlib.suppress(LmcError):  # still running elsewhere: nothing more to do
+            self._finish_abandoned_turn()
 
     def __enter__(self) -> Interpreter:
         return self

@@ -147,7 +147,10 @@ class KernelSession:
         self._connection_file: Path | None = None
         self._log_path: Path | None = None
         self._interrupted_at: float | None = None
-        self._one_request = threading.Lock()  # the sockets serve one execute at a time
+        # The sockets serve one execute at a time; the run that holds them (no lock is held
+        # across a yield) releases them if the kernel was shut down meanwhile.
+        self._executing = False
+        self._released = False
         self.started_at: float | None = None
         self.ready_at: float | None = None
 
@@ -249,16 +252,19 @@ class KernelSession:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)
         # A run still reading the sockets ends within moments of the kernel's death; sockets
-        # are not thread-safe, so close them only once it has let go.
-        if self._one_request.acquire(timeout=SHUTDOWN_GRACE):
-            try:
-                self._release()
-            finally:
-                self._one_request.release()
+        # are not thread-safe, so that run closes them as it ends (see execute).
+        with self._lock:
+            busy = self._executing
+        if not busy:
+            self._release()
         elif self._connection_file is not None:
             shutil.rmtree(self._connection_file.parent, ignore_errors=True)
 
     def _release(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
         if self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.stop_channels()
@@ -428,8 +434,18 @@ class KernelSession:
         after a fault event. If the consumer stops early, the code is interrupted.
         """
         self.wait_ready()
-        with self._one_request:
+        with self._lock:
+            if self._executing:
+                raise ComputerError(f"the {self.spec.name} kernel is already running code")
+            self._executing = True
+        try:
             yield from self._execute(code, timeout)
+        finally:
+            with self._lock:
+                self._executing = False
+                closed = self._closed
+            if closed:  # shut down during the run: the sockets were left to this run
+                self._release()
 
     def _execute(self, code: str, timeout: float | None) -> Iterator[KernelEvent]:
         client = self._client
