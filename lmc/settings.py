@@ -49,10 +49,11 @@ __all__ = [
     "Settings",
     "convert",
     "option",
+    "parse_size",
     "settings_with",
 ]
 
-Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names"]
+Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names", "size"]
 
 REASONING_LEVELS: Final = ("low", "medium", "high")
 SANDBOX_MODES: Final = ("off", "workspace", "read-only")
@@ -297,6 +298,48 @@ class Settings:
         section=("sandbox", "hide"),
         help="More paths the sandbox hides (besides ~/.ssh, ~/.aws, ...).",
     )
+    #: Environment variables passed into the sandbox besides its allow-list (names or globs;
+    #: a credential-looking name only when listed exactly).
+    sandbox_env: tuple[str, ...] = option(
+        (),
+        kind="names",
+        section=("sandbox", "env"),
+        help="Environment variables the sandboxed code may see besides PATH, HOME, LANG, ...",
+    )
+    #: Protected paths in the workdir (.git, .venv, ...) left writable on purpose.
+    sandbox_writable: tuple[str, ...] = option(
+        (),
+        kind="paths",
+        section=("sandbox", "writable"),
+        help="Protected entries of the working directory (.git, .venv, ...) to leave writable.",
+    )
+    #: None: the defaults of lmc.computer.sandbox.limits (256 processes, memory of 4 GiB or
+    #: half the RAM, 1 GiB /tmp and /dev/shm).
+    sandbox_processes: int | None = option(
+        None,
+        kind="int",
+        minimum=16,
+        section=("sandbox", "processes"),
+        help="Most processes sandboxed code may run [default: 256].",
+    )
+    sandbox_memory: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "memory"),
+        help="Most memory sandboxed code may use [default: 4 GiB or half the RAM].",
+    )
+    sandbox_tmp_size: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "tmp_size"),
+        help="Size of the sandbox's private /tmp [default: 1 GiB].",
+    )
+    sandbox_shm_size: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "shm_size"),
+        help="Size of the sandbox's private /dev/shm [default: 1 GiB].",
+    )
     workdir: str | None = option(
         None,
         kind="path",
@@ -314,6 +357,35 @@ class Settings:
         metavar="MODEL",
         help="Speech-to-text model for audio: a faster-whisper directory, hf:REPO, or a size "
         "name (tiny, base, small, ...) [default: base].",
+    )
+    #: gpt-oss's browser tool (lmc.browser): which search backend, None for none.
+    browser: str | None = option(
+        None,
+        kind="choice",
+        choices=("searxng", "exa", "local"),
+        section=("browser", "backend"),
+        flags=("--browser",),
+        metavar="BACKEND",
+        help="Give the model its browser tool (search, open, find) through searxng, exa or "
+        "local [default: no browser].",
+        commands=RUNS_AND_DOCTOR,
+    )
+    browser_url: str | None = option(
+        None,
+        kind="text",
+        section=("browser", "url"),
+        flags=("--browser-url",),
+        metavar="URL",
+        help="The SearXNG instance (http://HOST:PORT), Exa's API address, or the folder "
+        "that --browser local searches.",
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: Pages on private, loopback and link-local addresses: refused unless this is true.
+    browser_allow_private: bool = option(
+        False,
+        kind="bool",
+        section=("browser", "allow_private"),
+        help="Let the browser open pages on private and loopback addresses.",
     )
     #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig` or config tables), after
     #: ``--mcp``/``--no-mcp``: read from ``[mcp.servers.NAME]`` tables, not a plain option.
@@ -458,6 +530,30 @@ def _choice(spec: Option, label: str, value: object) -> str:
     raise ConfigError(f"{label} must be one of {', '.join(spec.choices)}, not {value!r}")
 
 
+_MIB: Final = 1024**2
+_UNITS: Final = {"": 1, "k": 1024, "m": _MIB, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(label: str, value: object) -> int:
+    """A size in bytes from ``2147483648``, ``"2G"``, ``"512 MiB"``; at least 1 MiB."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "").removesuffix("b").removesuffix("i")
+        number, unit = text.rstrip("kmgt"), text[len(text.rstrip("kmgt")) :]
+        try:
+            size = int(float(number) * _UNITS[unit])
+        except (ValueError, KeyError):
+            raise ConfigError(
+                f"{label} must be a size such as 2GiB or 512MiB, not {value!r}"
+            ) from None
+    else:
+        raise ConfigError(f"{label} must be a size such as 2GiB or 512MiB, not {value!r}")
+    if size < _MIB:
+        raise ConfigError(f"{label} must be at least 1 MiB, not {value!r}")
+    return size
+
+
 def _paths(label: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(part for part in value.split(os.pathsep) if part)
@@ -491,8 +587,10 @@ def convert(spec: Option, value: object, origin: str | None = None) -> Any:
         return _choice(spec, label, value)
     if kind == "paths":
         return _paths(label, value)
-    if isinstance(value, str):  # names
-        return (value,)
+    if kind == "size":
+        return parse_size(label, value)
+    if isinstance(value, str):  # names: "A:B", "A, B" or "A B" from a variable
+        return tuple(part for part in value.replace(":", " ").replace(",", " ").split() if part)
     return tuple(_text(label, v) for v in value)  # type: ignore[attr-defined]
 
 

@@ -45,6 +45,10 @@ def sample(spec: Option) -> Any:
         return f"/tmp/lmc-{spec.key}"
     if kind == "paths":
         return ("/srv/a", "/srv/b")
+    if kind == "names":
+        return ("NAME_A", "NAME_B")
+    if kind == "size":
+        return 2 * 1024**2
     return f"value-{spec.key}"
 
 

@@ -34,6 +34,8 @@ from lmc.messages import Chunk, Message, validate_message
 from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
 
 if TYPE_CHECKING:
+    from lmc.agent.tool_calls import ExternalTools
+    from lmc.browser.tools import BrowserTools
     from lmc.computer import Computer
     from lmc.mcp.tools import McpTools
 
@@ -104,11 +106,15 @@ class Interpreter:
             "network": s.network,
             "workdir": s.workdir,
             "hide": s.sandbox_hide,
+            "sandbox_env": s.sandbox_env,
+            "sandbox_writable": s.sandbox_writable,
+            "sandbox_limits": _limits(s),
         }
         if s.sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy
 
-            resolve_policy(s.sandbox, network=s.network, workdir=s.workdir)  # fail now
+            # Fail now, not at the first block: a mode this machine lacks, a bad hide entry.
+            resolve_policy(s.sandbox, network=s.network, workdir=s.workdir, hide=s.sandbox_hide)
         self._backend = backend
         self._owns_backend = backend is None
         self._computer = computer
@@ -140,6 +146,9 @@ class Interpreter:
                 for name, value in s.mcp_servers.items()
             }
             self.tools = McpTools(configs)
+        #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``), made when
+        #: the model is loaded or first prompted (see :meth:`_open_browser`).
+        self.browser_tools: BrowserTools | None = None
         self._loop = Loop(
             backend=self._get_backend,
             computer=lambda: self.computer,
@@ -155,10 +164,38 @@ class Interpreter:
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
-            tools=self.tools,
+            tools=self._tool_set(),
         )
         if conversation_id is not None:
             self._resume(conversation_id)
+
+    def _count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in this model: the browser sizes its views with it."""
+        return self.backend.count_tokens(text)
+
+    def _open_browser(self) -> None:
+        """Make the browser tool the settings ask for; ConfigError (one line) when its backend
+        is unusable (no URL, no key, not a folder), before the model is asked anything."""
+        s = self.settings
+        if s.browser is None or self.browser_tools is not None:
+            return
+        self.browser_tools = _browser_tools(
+            s.browser, s.browser_url, s.browser_allow_private, self._count_tokens
+        )
+        self._loop.tools = self._tool_set()
+
+    def _tool_set(self) -> ExternalTools | None:
+        """MCP servers' tools and the browser, as the loop sees them (None: neither)."""
+        providers: list[ExternalTools] = [
+            p for p in (self.tools, self.browser_tools) if p is not None
+        ]
+        if not providers:
+            return None
+        if len(providers) == 1:
+            return providers[0]
+        from lmc.agent.toolset import ToolSet
+
+        return ToolSet(providers)
 
     # -- the pieces, created when first needed ------------------------------------------------
 
@@ -166,6 +203,7 @@ class Interpreter:
         """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner.
 
         MCP servers start in the background meanwhile."""
+        self._open_browser()
         if self.tools is not None:
             self.tools.start()
         self._get_backend()
@@ -306,10 +344,12 @@ class Interpreter:
         cwd = str(cwd) if cwd is not None else None
         extra = self.tools.descriptions() if self.tools is not None else []
         names = tuple(tool.name for tool in extra)
-        key = (date.today(), self.reasoning, self.instructions, cwd, names)
+        self._open_browser()
+        browser = self.browser_tools is not None
+        key = (date.today(), self.reasoning, self.instructions, cwd, names, browser)
         if self._prefix_cache is None or self._prefix_cache[0] != key:
             messages = [
-                system_message(self.reasoning),
+                system_message(self.reasoning, browser=browser),
                 developer_message(self.instructions, cwd, extra),
             ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
@@ -502,6 +542,8 @@ class Interpreter:
             self._store = None
         if self.tools is not None:
             self.tools.close()
+        if self.browser_tools is not None:
+            self.browser_tools.close()
 
     def _stop_turn(self) -> None:
         """End the running turn: a stream suspended in this thread (or one whose thread is
@@ -521,3 +563,28 @@ class Interpreter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _browser_tools(
+    browser: str,
+    url: str | None,
+    allow_private: bool,
+    count_tokens: Callable[[str], int],
+) -> BrowserTools:
+    """The browser tool over the backend named (or given); ConfigError when unusable."""
+    from lmc.browser import make_backend
+    from lmc.browser.session import Browser
+    from lmc.browser.tools import BrowserTools
+
+    backend = make_backend(browser, url, allow_private=allow_private)
+    return BrowserTools(Browser(backend, count_tokens=count_tokens))
+
+
+def _limits(s: Settings) -> Any:
+    """The sandbox's limits when the config changes any (None: the sandbox's defaults)."""
+    sizes = (s.sandbox_processes, s.sandbox_memory, s.sandbox_tmp_size, s.sandbox_shm_size)
+    if all(value is None for value in sizes):
+        return None
+    from lmc.computer.sandbox import Limits
+
+    return Limits.chosen(*sizes)

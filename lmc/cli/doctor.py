@@ -136,7 +136,9 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
 
 def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """(name, good, detail) for the sandbox: mode, tool, network, what is hidden."""
-    from lmc.computer.sandbox import DEFAULT_HIDDEN, INSTALL_HINT, find_tool, resolve_policy
+    from lmc.cli.session import sandbox_limits
+    from lmc.computer.sandbox import INSTALL_HINT, find_tool, resolve_policy
+    from lmc.computer.sandbox.report import protections
 
     tool = find_tool()
     lines: list[tuple[str, bool, str]] = []
@@ -146,6 +148,9 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
             network=settings.network,
             workdir=settings.workdir,
             hide=settings.sandbox_hide,
+            env=settings.sandbox_env,
+            keep_writable=settings.sandbox_writable,
+            limits=sandbox_limits(settings),
         )
     except LmcError as exc:
         return [("mode", False, f"{settings.sandbox}: {exc}"), ("tool", False, INSTALL_HINT)]
@@ -157,9 +162,7 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
         lines.append(("tool", False, f"{tool.problem}; {INSTALL_HINT}"))
     lines.append(("network", True, "on" if policy.network else "off inside the sandbox"))
     lines.append(("workdir", True, str(policy.workdir)))
-    hidden = [*DEFAULT_HIDDEN, *settings.sandbox_hide]
-    present = len(policy.hidden_paths())
-    lines.append(("hidden", True, f"{', '.join(hidden)} ({present} present here)"))
+    lines += protections(policy)
     if warning is not None:
         lines.append(("warning", False, warning))
     return lines
@@ -227,6 +230,13 @@ def doctor(options: SharedOptions) -> int:
             count = len(status.tools)
             tools = f"{count} tool{'s' if count != 1 else ''}"
             line(status.config.name, status.started, tools if status.started else str(status.error))
+    from lmc.browser.check import browser_lines
+
+    for name, good, detail in browser_lines(
+        settings.browser, settings.browser_url, settings.browser_allow_private
+    ):
+        line(name, good, detail)
+        failures += not good
     out.write("voice\n")
     for name, good, detail in _voice_lines(settings.stt_model):
         line(name, good, detail)

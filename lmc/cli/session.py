@@ -194,6 +194,18 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
         return store.resolve(resume)
 
 
+def sandbox_limits(settings: Settings) -> Any:
+    """The sandbox's limits: the defaults, with what the config raises or lowers."""
+    from lmc.computer.sandbox import Limits
+
+    return Limits.chosen(
+        settings.sandbox_processes,
+        settings.sandbox_memory,
+        settings.sandbox_tmp_size,
+        settings.sandbox_shm_size,
+    )
+
+
 def sandbox_for(settings: Settings) -> Any:
     """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
     to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
@@ -204,6 +216,9 @@ def sandbox_for(settings: Settings) -> Any:
         network=settings.network,
         workdir=settings.workdir,
         hide=settings.sandbox_hide,
+        env=settings.sandbox_env,
+        keep_writable=settings.sandbox_writable,
+        limits=sandbox_limits(settings),
     )
     if warning is not None:
         sys.stderr.write(f"lmc: warning: {warning}\n")

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import Any, Final
 
 from lmc.computer.applescript import AppleScriptRunner
 from lmc.computer.chunks import (
@@ -37,12 +37,12 @@ from lmc.computer.kernel import (
     KernelDied,
     KernelSession,
     TimedOut,
-    default_runtime_dir,
     describe_exit,
 )
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
-from lmc.computer.sandbox import explain_block, resolve_policy
+from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
+from lmc.computer.sandbox import Limits, explain_block, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
 
@@ -62,7 +62,10 @@ class Computer:
     ``sandbox`` is ``"workspace"``, ``"read-only"``, ``"off"`` or None: workspace where a
     sandbox tool works, else off with a warning. Asking for a sandbox where none works raises
     :class:`~lmc.errors.SandboxUnavailableError`. ``network`` lets sandboxed code use the
-    network; ``hide`` adds paths to the hidden secrets.
+    network; ``hide`` adds paths to the hidden secrets (absolute, ``~`` or globs);
+    ``sandbox_env`` names environment variables the code may see besides the allow-list;
+    ``sandbox_writable`` keeps paths in the workdir writable (``.venv``, ``.git``);
+    ``sandbox_limits`` sets the processes, memory and /tmp and /dev/shm sizes.
     """
 
     def __init__(
@@ -74,13 +77,21 @@ class Computer:
         network: bool = False,
         workdir: str | Path | None = None,
         hide: Sequence[str] = (),
+        sandbox_env: Sequence[str] = (),
+        sandbox_writable: Sequence[str] = (),
+        sandbox_limits: Limits | None = None,
     ) -> None:
         self.timeout = timeout
         where = workdir if workdir is not None else cwd
         self.cwd = None if where is None else Path(where).expanduser().resolve()
         self._hide = tuple(hide)
+        self._extras: dict[str, Any] = {
+            "env": tuple(sandbox_env),
+            "keep_writable": tuple(sandbox_writable),
+            "limits": sandbox_limits,
+        }
         self.sandbox, warning = resolve_policy(
-            sandbox, network=network, workdir=self.cwd, hide=self._hide
+            sandbox, network=network, workdir=self.cwd, hide=self._hide, **self._extras
         )
         if warning is not None:
             warnings.warn(f"lmc: {warning}", RuntimeWarning, stacklevel=2)
@@ -129,6 +140,7 @@ class Computer:
             network=self.sandbox.network if network is None else network,
             workdir=self.sandbox.workdir,
             hide=self._hide,
+            **self._extras,
         )
         with self._lock:
             self.sandbox = policy
@@ -187,7 +199,7 @@ class Computer:
         elif self._closed:
             yield output_chunk("This computer has been closed; no code can run on it.\n")
         elif resolved.runner == "html":
-            yield from run_html(code)
+            yield from run_html(code, network=self.sandbox.network or not self.sandbox.enabled)
         elif resolved.runner == "applescript":
             yield from self._applescript.run(code, timeout=timeout or self.timeout)
         elif _missing(resolved):
@@ -240,7 +252,9 @@ class Computer:
             with self._lock:
                 self._running.discard(session)
         policy = session.sandbox
-        line = None if policy is None else explain_block(seen.text(), policy)
+        line = None
+        if policy is not None:
+            line = explain_block(seen.text(), policy, out_of_memory=session.out_of_memory())
         if line is not None:
             yield output_chunk(("\n" if seen.open_line else "") + line + "\n")
 
@@ -381,4 +395,4 @@ def _shutdown_all(sessions: dict[str, KernelSession], runtime_dir: Path | None) 
     for thread in threads:
         thread.join()
     if runtime_dir is not None:
-        shutil.rmtree(runtime_dir, ignore_errors=True)
+        release_runtime_dir(runtime_dir)
