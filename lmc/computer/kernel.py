@@ -159,7 +159,8 @@ class KernelSession:
         self._signal_group: int | None = None
         # The sockets serve one execute at a time; the run that holds them (no lock is held
         # across a yield) releases them if the kernel was shut down meanwhile.
-        self._executing = False
+        self._executing: int | None = None  # the thread whose run holds the sockets
+        self._idle = threading.Condition(self._lock)  # a run ended (or the kernel did)
         self._released = False
         self.started_at: float | None = None
         self.ready_at: float | None = None
@@ -279,8 +280,9 @@ class KernelSession:
                     os.killpg(process.pid, signal.SIGKILL)
         # A run still reading the sockets ends within moments of the kernel's death; sockets
         # are not thread-safe, so that run closes them as it ends (see execute).
-        with self._lock:
-            busy = self._executing
+        with self._idle:
+            busy = self._executing is not None
+            self._idle.notify_all()  # a run waiting for its turn: there will be none
         if not busy:
             self._release()
         elif self._connection_file is not None:
@@ -477,16 +479,22 @@ class KernelSession:
         after a fault event. If the consumer stops early, the code is interrupted.
         """
         self.wait_ready()
-        with self._lock:
-            if self._executing:
-                raise ComputerError(f"the {self.spec.name} kernel is already running code")
-            self._executing = True
+        me = threading.get_ident()
+        with self._idle:  # runs from several threads take turns
+            while self._executing is not None:
+                if self._executing == me:  # a run this thread left suspended: never ends
+                    raise ComputerError(f"the {self.spec.name} kernel is already running code")
+                self._idle.wait()
+            if self._closed:
+                raise ComputerError(f"the {self.spec.name} kernel was shut down")
+            self._executing = me
         try:
             yield from self._execute(code, timeout)
         finally:
-            with self._lock:
-                self._executing = False
+            with self._idle:
+                self._executing = None
                 closed = self._closed
+                self._idle.notify_all()
             if closed:  # shut down during the run: the sockets were left to this run
                 self._release()
 
