@@ -43,6 +43,10 @@ __all__ = ["Interpreter"]
 
 Confirm = Callable[[dict[str, Any]], "bool | str"]
 
+#: Kernels started ahead of need (the model's two everyday tools): a shell block then runs
+#: without waiting for its kernel, and one never used costs only its memory until exit.
+PRESTART = ("python", "shell")
+
 #: Seconds close() waits for a running turn to stop before it frees what the turn uses.
 CLOSE_WAIT = 30.0
 
@@ -150,8 +154,8 @@ class Interpreter:
         #: the model is loaded or first prompted (see :meth:`_open_browser`).
         self.browser_tools: BrowserTools | None = None
         self._loop = Loop(
-            backend=self._get_backend,
-            computer=lambda: self.computer,
+            backend=self._turn_backend,
+            computer=self._turn_computer,
             transcript=Transcript(),
             prefix=self._prefix,
             settings=LoopSettings(
@@ -212,9 +216,19 @@ class Interpreter:
         if self._closed.is_set():
             raise InterpreterClosedError("this Interpreter has been closed")
 
-    def _get_backend(self) -> Backend:
+    def _turn_backend(self) -> Backend:
+        """The backend for the loop's next request: none once close() began."""
         self._check_open()
+        return self._get_backend()
+
+    def _turn_computer(self) -> Computer | ComputerLike:
+        """The computer for the loop's next run: none once close() began."""
+        self._check_open()
+        return self.computer
+
+    def _get_backend(self) -> Backend:
         if self._backend is None:
+            self._check_open()
             from lmc.backends import open_backend
 
             self._backend = open_backend(self.config)
@@ -501,14 +515,19 @@ class Interpreter:
         text = transcribe_wav(audio, self.stt_model, cancel=self._cancel)
         return None if self._cancel.is_set() else text
 
+    def prestart(self) -> None:
+        """Start the kernels of :data:`PRESTART` (and the MCP servers) now, in the background:
+        call it before :meth:`load` and they boot while the model opens (``lmc run`` does)."""
+        self._prestart()
+
     def _prestart(self) -> None:
-        """Start the python kernel (and the MCP servers) in the background while the model
-        loads and writes."""
+        """Start the kernels the model writes for most (:data:`PRESTART`) and the MCP
+        servers in the background, while the model loads and writes."""
         if self.tools is not None:
             self.tools.start()
         prestart = getattr(self.computer, "prestart", None)
         if prestart is not None:
-            prestart(["python"])
+            prestart(PRESTART)
 
     def cancel(self) -> None:
         """Stop the model (or the running code) from another thread; the turn ends quietly."""
@@ -528,8 +547,8 @@ class Interpreter:
         """
         self._closed.set()
         self.cancel()
-        computer, self._computer = self._computer, None
-        if self._owns_computer and computer is not None:
+        if self._owns_computer and self._computer is not None:
+            computer, self._computer = self._computer, None
             close = getattr(computer, "close", None)
             if close is not None:
                 close()

@@ -104,6 +104,7 @@ def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> 
             say=output.say if ask is not None else _stderr,
             screen=None if output.mode == "json" else output.renderer,
         )
+        interpreter.prestart()  # the kernels boot in their own processes meanwhile
         load_with_spinner(interpreter, output, settings)
         turn = run_turn(interpreter, message, output, confirmer)
     except LmcError as exc:

@@ -55,13 +55,13 @@ __all__ = [
 START_TIMEOUT: Final = 60.0
 #: Seconds a kernel gets to stop after an interrupt before it is killed and restarted.
 INTERRUPT_GRACE: Final = 3.0
-#: Seconds a kernel gets to exit after a shutdown request before it is killed.
-SHUTDOWN_GRACE: Final = 1.0
 #: Seconds of IOPub silence after the execute reply before a lost idle status is assumed.
 #: The kernel sends idle right after the reply; only a kernel whose IOPub drops messages under
 #: a slow reader (IRkernel; lmc's own kernels wait instead) can lose it, and without this the
 #: run would wait for it forever.
 IDLE_AFTER_REPLY: Final = 5.0
+#: Seconds a wrapper kernel gets to end its code's session after a shutdown request.
+SHUTDOWN_GRACE: Final = 1.0
 #: Without a pidfd (not Linux), how often the kernel process is checked while waiting.
 _LIVENESS_INTERVAL: Final = 0.25
 _LOG_TAIL: Final = 2000
@@ -250,7 +250,8 @@ class KernelSession:
         return plan is not None and plan.out_of_memory()
 
     def shutdown(self) -> None:
-        """Stop the kernel: a shutdown request, then SIGKILL to its group if it lingers."""
+        """Stop the kernel: SIGKILL to its process group (after a shutdown request for the
+        wrapper kernels, which end their code's own session then)."""
         with self._lock:
             if self._closed:
                 return
@@ -263,7 +264,9 @@ class KernelSession:
             thread.join()
         process = self._process
         client = self._client
-        if process is not None and process.poll() is None and client is not None:
+        if self.spec.shutdown_request and process is not None and client is not None:
+            # A wrapper kernel ends the session its code runs in (children included) only
+            # in its do_shutdown; other kernels' code is in their process group, killed below.
             with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
                 client.control_channel.send(
                     client.session.msg("shutdown_request", {"restart": False})
@@ -271,13 +274,11 @@ class KernelSession:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(SHUTDOWN_GRACE)
         if process is not None:
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            else:  # its children may outlive it in its process group
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
+            # No grace period otherwise: the kernel's state goes with it anyway, and waiting
+            # for it to tidy up was most of the time lmc took to exit.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
         # A run still reading the sockets ends within moments of the kernel's death; sockets
         # are not thread-safe, so that run closes them as it ends (see execute).
         with self._idle:
