@@ -185,7 +185,7 @@ def _median(values: list[float]) -> float:
 
 
 def _line(label: str, values: list[float], unit: Callable[[float], str]) -> str:
-    return f"{label:<24}" + "".join(f"{unit(v):>16}" for v in values)
+    return f"{label:<24}" + "".join(f"{unit(v):>20}" for v in values)
 
 
 def main() -> int:
@@ -226,7 +226,7 @@ def main() -> int:
     base = _median(baseline)
     print(f"lmc run -y against a loopback server that answers at once; {args.runs} runs, medians")
     print(f"baseline: python -c pass = {base * 1000:.0f} ms\n")
-    print(f"{'':<24}" + "".join(f"{tree.name:>16}" for tree in trees))
+    print(f"{'':<24}" + "".join(f"{tree.name:>20}" for tree in trees))
 
     def seconds(value: float) -> str:
         return f"{value:.3f} s ({value / base:.1f}x)"

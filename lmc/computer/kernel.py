@@ -162,6 +162,7 @@ class KernelSession:
         self._executing: int | None = None  # the thread whose run holds the sockets
         self._idle = threading.Condition(self._lock)  # a run ended (or the kernel did)
         self._released = False
+        self._ran = False  # code was sent: it may have started children
         self.started_at: float | None = None
         self.ready_at: float | None = None
 
@@ -264,9 +265,10 @@ class KernelSession:
             thread.join()
         process = self._process
         client = self._client
-        if self.spec.shutdown_request and process is not None and client is not None:
+        if self.spec.shutdown_request and self._ran and process is not None and client is not None:
             # A wrapper kernel ends the session its code runs in (children included) only
-            # in its do_shutdown; other kernels' code is in their process group, killed below.
+            # in its do_shutdown; other kernels' code is in their process group, killed below,
+            # and a kernel that never ran code has no children to end.
             with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
                 client.control_channel.send(
                     client.session.msg("shutdown_request", {"restart": False})
@@ -489,6 +491,7 @@ class KernelSession:
             if self._closed:
                 raise ComputerError(f"the {self.spec.name} kernel was shut down")
             self._executing = me
+            self._ran = True
         try:
             yield from self._execute(code, timeout)
         finally:
