@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 from lmc.errors import ConfigError
 
 __all__ = [
+    "API_STYLES",
     "COMMAND_OPTIONS",
     "OPTIONS",
     "REASONING_LEVELS",
@@ -53,10 +54,12 @@ __all__ = [
     "settings_with",
 ]
 
-Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names", "size"]
+Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names", "size", "table"]
 
 REASONING_LEVELS: Final = ("low", "medium", "high")
 SANDBOX_MODES: Final = ("off", "workspace", "read-only")
+#: The dialects a server is spoken to in (lmc.backends.detect).
+API_STYLES: Final = ("auto", "completions", "chat", "responses", "ollama")
 
 #: The commands that talk to a model: ``lmc`` (chat), ``lmc run`` and ``lmc serve``.
 RUNS: Final = frozenset({"chat", "run", "serve"})
@@ -66,6 +69,7 @@ TURNS: Final = frozenset({"chat", "run"})
 RUNS_AND_DOCTOR: Final = RUNS | {"doctor"}
 
 MODEL, SESSION, OUTPUT, SANDBOX = "Model", "Session", "Output", "Sandbox"
+GATEWAY = "Remote kernels"
 
 _META: Final = "lmc.option"
 
@@ -140,8 +144,11 @@ def option(
         aliases=dict(aliases or {}),
         nullable=default is None,
     )
-    if isinstance(default, tuple | list | dict):
-        frozen = tuple(default) if not isinstance(default, dict) else default
+    if isinstance(default, dict):  # a fresh table each time: tables are mutable
+        table = dict(default)
+        return field(default_factory=lambda: dict(table), metadata={_META: spec})
+    if isinstance(default, tuple | list):
+        frozen = tuple(default)
         return field(default_factory=lambda: frozen, metadata={_META: spec})
     return field(default=default, metadata={_META: spec})
 
@@ -165,6 +172,24 @@ class Settings:
         metavar="URL",
         help="Use an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1).",
         commands=RUNS_AND_DOCTOR,
+    )
+    #: How to talk to api_base (lmc.backends.detect): auto finds the dialect that keeps most.
+    api_style: str = option(
+        "auto",
+        kind="choice",
+        choices=API_STYLES,
+        flags=("--api-style",),
+        metavar="STYLE",
+        help="How to talk to --api-base: auto, completions (raw Harmony), chat (Chat "
+        "Completions), responses (Responses API), ollama (Ollama's /api/chat) [default: auto].",
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: The variable holding the server's API key, read after LMC_API_KEY; the key itself is
+    #: never a setting (never stored in the file).
+    api_key_env: str = option(
+        "OPENAI_API_KEY",
+        kind="text",
+        help="The environment variable with the server's API key, read after LMC_API_KEY.",
     )
     replay: str | None = option(
         None,
@@ -387,6 +412,59 @@ class Settings:
         section=("browser", "allow_private"),
         help="Let the browser open pages on private and loopback addresses.",
     )
+    #: More host names ``lmc serve`` answers to, beyond loopback names, IP addresses and the
+    #: ``--host`` name (the DNS-rebinding guard, lmc.server.security): a proxy's, say.
+    server_allowed_hosts: str | None = option(
+        None,
+        kind="text",
+        section=("server", "allowed_hosts"),
+        help="More host names lmc serve answers to (comma-separated; *.example.org allows "
+        "its subdomains).",
+    )
+    # -- kernels on a Jupyter Kernel/Enterprise Gateway (lmc.computer.gateway) --
+    kernel_gateway: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "url"),
+        flags=("--kernel-gateway",),
+        metavar="URL",
+        help="Run the code on a Jupyter Kernel Gateway or Enterprise Gateway "
+        "(e.g. http://gpu-box:8888) instead of here.",
+        panel=GATEWAY,
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: Sent as ``Authorization: token ...``; better from LMC_KERNEL_GATEWAY_TOKEN than a flag.
+    kernel_gateway_token: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "token"),
+        flags=("--kernel-gateway-token",),
+        metavar="TOKEN",
+        help="The gateway's token (better: LMC_KERNEL_GATEWAY_TOKEN).",
+        panel=GATEWAY,
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: Language -> the gateway's kernelspec name, over the default {python = "python3"}.
+    kernel_gateway_kernels: Mapping[str, str] = option(
+        {},
+        kind="table",
+        section=("kernel_gateway", "kernels"),
+        help="Which of the gateway's kernelspecs runs each language (python = python3).",
+    )
+    #: Sent with every kernel start (gateways pass on KERNEL_* and what their operator allows).
+    kernel_gateway_env: Mapping[str, str] = option(
+        {},
+        kind="table",
+        section=("kernel_gateway", "env"),
+        help="Environment sent with each kernel start on the gateway.",
+    )
+    #: KERNEL_USERNAME (None: the login name); Enterprise Gateway starts kernels as this user.
+    kernel_gateway_username: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "username"),
+        help="Who the gateway's kernels run for (KERNEL_USERNAME) [default: your login name].",
+    )
     #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig` or config tables), after
     #: ``--mcp``/``--no-mcp``: read from ``[mcp.servers.NAME]`` tables, not a plain option.
     mcp_servers: dict[str, Any] = field(default_factory=dict)
@@ -562,6 +640,22 @@ def _paths(label: str, value: object) -> tuple[str, ...]:
     raise ConfigError(f"{label} must be a list of paths, not {value!r}")
 
 
+def _table_of_names(label: str, value: object) -> dict[str, str]:
+    """A table of names (``{python = "python3"}``), or ``a=b,c=d`` in a variable."""
+    if isinstance(value, str):
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+        if any(not sep or not name.strip() for name, sep, _ in pairs):
+            raise ConfigError(
+                f"{label} must be NAME=VALUE pairs separated by commas, not {value!r}"
+            )
+        return {name.strip(): text.strip() for name, _, text in pairs}
+    if isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return dict(value)
+    raise ConfigError(f"{label} must be a table of strings, not {value!r}")
+
+
 def convert(spec: Option, value: object, origin: str | None = None) -> Any:
     """``value`` (from a file, a variable, a flag or a keyword) as the option's type.
 
@@ -589,6 +683,8 @@ def convert(spec: Option, value: object, origin: str | None = None) -> Any:
         return _paths(label, value)
     if kind == "size":
         return parse_size(label, value)
+    if kind == "table":
+        return _table_of_names(label, value)
     if isinstance(value, str):  # names: "A:B", "A, B" or "A B" from a variable
         return tuple(part for part in value.replace(":", " ").replace(",", " ").split() if part)
     return tuple(_text(label, v) for v in value)  # type: ignore[attr-defined]

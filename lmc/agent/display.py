@@ -71,7 +71,7 @@ class PlainRenderer:
         elif kind == "code" and chunk.get("role") == "computer":
             self._line_break()
             self._write(f"[{chunk.get('format')} output]\n")
-        elif isinstance(content, str) and chunk.get("format") != "active_line":
+        elif isinstance(content, str) and chunk.get("format") not in ("active_line", "progress"):
             self._write(content)
 
     def confirm(self, block: dict[str, Any]) -> bool:
@@ -80,7 +80,10 @@ class PlainRenderer:
             self._write("(not run: confirmation is on and there is no terminal to ask)\n")
             return False
         self._line_break()
-        self._write(f"Run this {block.get('format', 'code')} code? [y/N] ")
+        if block.get("type") == "tool_call":  # an MCP tool: its arguments, not code
+            self._write(f"Call the tool {block.get('format')}? [y/N] ")
+        else:
+            self._write(f"Run this {block.get('format', 'code')} code? [y/N] ")
         answer = self._ask.readline().strip().lower()
         return answer in ("y", "yes")
 

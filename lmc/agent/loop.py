@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lmc.agent.history import Entry, Transcript, tool_result_harmony, tool_result_text
 from lmc.agent.tools import DECLINED, ToolCallError, ToolTarget, code_from_call, resolve_call
-from lmc.backends.base import Backend, SamplingSettings, StopReason
+from lmc.backends.base import Backend, Generation, SamplingSettings, StopReason
 from lmc.errors import ContextOverflowError, LmcError
 from lmc.harmony import tokens
 from lmc.harmony.events import (
@@ -178,8 +178,11 @@ class Loop:
         record: Callable[[Entry], None],
         replace: Callable[[int, Entry], None],
         tools: ExternalTools | None = None,
+        usage: Callable[[Generation], None] | None = None,
     ) -> None:
         self._backend = backend
+        #: Told each finished generation (its token counts).
+        self._usage_hook = usage
         #: Tools besides code (MCP servers' tools), called as ``functions.SERVER__TOOL``.
         self.tools = tools
         self._computer = computer
@@ -363,6 +366,8 @@ class Loop:
             raise
         outcome = sampler.outcome
         outcome.stop_reason = generation.stop_reason
+        if self._usage_hook is not None:
+            self._usage_hook(generation)
         return outcome
 
     # -- calls -------------------------------------------------------------------------------

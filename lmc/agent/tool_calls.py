@@ -13,7 +13,7 @@ tool there is. The agent knows tools only through :class:`ExternalTools`;
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from lmc.agent.tools import ToolCallError, resolve_call, tool_names
@@ -79,6 +79,22 @@ def _edit_note(arguments: str) -> str:
     return f"The user edited the arguments before the call. It was called with:\n{arguments}\n\n"
 
 
+def _call(
+    tools: ExternalTools, tool: Any, arguments: dict[str, Any]
+) -> Generator[Chunk, None, list[Chunk]]:
+    """Call it; yield its progress chunks as they come (where the provider streams them, with
+    ``stream``) and return the result's chunks."""
+    stream = getattr(tools, "stream", None)
+    pieces = stream(tool, arguments) if stream is not None else tools.call(tool, arguments)
+    chunks: list[Chunk] = []
+    for chunk in pieces:
+        if chunk.get("format") == "progress":  # a live status, not output
+            yield chunk
+        else:
+            chunks.append(chunk)
+    return chunks
+
+
 def run_tool_call(
     loop: Loop, tools: ExternalTools, call: _Call, decide: Decide | None
 ) -> Iterator[Chunk]:
@@ -129,7 +145,7 @@ def run_tool_call(
         if loop._cancel.is_set():  # Interpreter.cancel() came before the call began
             chunks: list[Chunk] = [dict(_CANCELLED)]
         else:
-            chunks = tools.call(tool, arguments)
+            chunks = yield from _call(tools, tool, arguments)
     except BaseException:
         # Ctrl-C or the consumer closing the stream: the call was cancelled.
         output.note("[interrupted]\n")

@@ -11,6 +11,7 @@ from lmc.cli.session import (
     open_session,
     report,
     run_turn,
+    warn_cpu_only_once,
 )
 from lmc.cli.streams import stdin_lines
 from lmc.config import Settings, data_dir
@@ -58,6 +59,9 @@ def load_with_spinner(interpreter: Any, output: Output, settings: Settings) -> N
         reason = getattr(interpreter.backend, "context_reason", "")
         if reason:
             sys.stderr.write(f"lmc: context: {reason}\n")
+        dialect = getattr(interpreter.backend, "dialect_reason", "")
+        if dialect:
+            sys.stderr.write(f"lmc: dialect: {interpreter.backend.dialect} ({dialect})\n")
 
 
 def _replay_history(interpreter: Any, output: Output) -> None:
@@ -113,6 +117,10 @@ def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool
     load_with_spinner(interpreter, output, settings)
     if output.mode == "json":
         return _json_chat(interpreter, output, confirmer, settings)
+    from lmc.backends import is_server_shortcut
+
+    if not (settings.api_base or settings.replay or is_server_shortcut(settings.model)):
+        warn_cpu_only_once(output.say)
     if resumed:
         _replay_history(interpreter, output)
     from lmc.terminal.input import ChatInput
@@ -141,6 +149,9 @@ def _loop(prompt: Any, interpreter: Any, output: Output, confirmer: Confirmer, s
             if is_magic(line):
                 run_magic(line, state)
             else:
+                if state.attachments:  # %mcp attach / %mcp prompt: sent with this message
+                    line = "\n\n".join([line, *state.attachments])
+                    state.attachments.clear()
                 run_turn(interpreter, line, output, confirmer)
         except Terminated:
             raise

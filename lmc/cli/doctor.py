@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lmc.backends import is_server_shortcut
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import report, settings_for
 from lmc.config import config_path, data_dir
@@ -134,6 +135,29 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
     ]
 
 
+def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
+    """The server, the dialect lmc speaks with it and why, and the model it asks for."""
+    from lmc.backends.base import BackendConfig
+    from lmc.backends.detect import detect
+
+    config = BackendConfig(
+        model=settings.model,
+        api_base=settings.api_base,
+        api_style=settings.api_style,
+        api_key_env=settings.api_key_env,
+        timeout=30.0,
+    )
+    try:
+        found = detect(config)
+    except LmcError as exc:
+        return [("server", False, f"{settings.api_base or settings.model}: {exc}")]
+    return [
+        ("server", True, str(found.config.api_base)),
+        ("dialect", True, f"{found.dialect}: {found.reason}"),
+        ("model", True, found.config.model or "the server's default (it lists no models)"),
+    ]
+
+
 def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """(name, good, detail) for the sandbox: mode, tool, network, what is hidden."""
     from lmc.cli.session import sandbox_limits
@@ -168,6 +192,35 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     return lines
 
 
+def gateway_lines(settings: Any) -> list[tuple[str, bool, str]]:
+    """(name, good, detail) for the kernel gateway: does it answer and take the token, and
+    which of lmc's languages it serves (through the kernelspecs they are mapped to)."""
+    from lmc.computer.gateway import GatewayClient, gateway_config
+
+    try:
+        config = gateway_config(settings)
+        assert config is not None
+        client = GatewayClient(config)
+    except LmcError as exc:
+        return [("gateway", False, str(exc))]
+    token = settings.sources.get("kernel_gateway_token", "default")
+    token_detail = "none" if config.token is None else f"set (from {token})"
+    try:
+        served = client.kernelspecs()
+    except LmcError as exc:
+        return [("gateway", False, str(exc)), ("token", False, token_detail)]
+    finally:
+        client.close()
+    lines = [("gateway", True, f"{config.url} answers"), ("token", True, token_detail)]
+    for language, name in sorted(config.kernels.items()):
+        found = name in served
+        detail = f"kernelspec {name}" + ("" if found else " (not on the gateway)")
+        lines.append((language, found, detail))
+    kernels = ", ".join(f"{n} ({lang or '?'})" for n, lang in sorted(served.items()))
+    lines.append(("kernelspecs", True, kernels or "none"))
+    return lines
+
+
 def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     """Speech input is optional: these lines inform, they never fail the check."""
     if importlib.util.find_spec("faster_whisper") is None:
@@ -190,6 +243,42 @@ def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     return [("stt model", True, f"{spec} ({where})")]
 
 
+Row = tuple[str, bool, str]
+
+
+def _model_rows(settings: Any) -> tuple[list[Row], int]:
+    """The model's rows (server, or llama.cpp, the GGUF and its context) and the failures."""
+    if settings.api_base or is_server_shortcut(settings.model):
+        rows = list(server_lines(settings))
+        return rows, sum(not good for _, good, _ in rows)
+    rows = list(_backend_lines())
+    failures = int(not rows[0][1])
+    from lmc.backends.gpu import cpu_only_warning
+
+    warning = cpu_only_warning()
+    if warning is not None:  # a warning: it does not fail the check
+        rows.append(("warning", False, warning))
+    good, detail = _model_line(settings.model)
+    rows.append(("model", good, detail))
+    failures += not good
+    context = _context_line(settings.model, settings.context_size, settings.gpu_layers)
+    rows.append(("context", True, context))
+    return rows, failures
+
+
+def _mcp_rows(settings: Any) -> list[Row]:
+    from lmc.cli.mcp_commands import server_statuses
+
+    rows = []
+    for status in server_statuses(settings):
+        count = len(status.tools)
+        tools = f"{count} tool{'s' if count != 1 else ''}"
+        rows.append(
+            (status.config.name, status.started, tools if status.started else str(status.error))
+        )
+    return rows
+
+
 def doctor(options: SharedOptions) -> int:
     try:
         settings = settings_for(options)
@@ -206,30 +295,14 @@ def doctor(options: SharedOptions) -> int:
         line(name, works, detail)
         failures += name == "python" and not works
     out.write("model\n")
-    if settings.api_base:
-        line("backend", True, f"OpenAI-compatible server at {settings.api_base}")
-        line("model", True, settings.model or "the server's default model")
-    else:
-        backend = _backend_lines()
-        for name, good, detail in backend:
-            line(name, good, detail)
-        failures += not backend[0][1]
-        good, detail = _model_line(settings.model)
-        line("model", good, detail)
-        failures += not good
-        line(
-            "context",
-            True,
-            _context_line(settings.model, settings.context_size, settings.gpu_layers),
-        )
+    rows, failed = _model_rows(settings)
+    for row in rows:
+        line(*row)
+    failures += failed
     if settings.mcp_servers:
         out.write("mcp\n")
-        from lmc.cli.mcp_commands import server_statuses
-
-        for status in server_statuses(settings):
-            count = len(status.tools)
-            tools = f"{count} tool{'s' if count != 1 else ''}"
-            line(status.config.name, status.started, tools if status.started else str(status.error))
+        for row in _mcp_rows(settings):
+            line(*row)
     from lmc.browser.check import browser_lines
 
     for name, good, detail in browser_lines(
@@ -247,4 +320,9 @@ def doctor(options: SharedOptions) -> int:
     out.write("sandbox\n")
     for name, good, detail in sandbox_lines(settings):
         line(name, good, detail)
+    if settings.kernel_gateway:
+        out.write("kernel gateway (remote kernels: contained by the gateway, not this sandbox)\n")
+        for name, good, detail in gateway_lines(settings):
+            line(name, good, detail)
+            failures += name in ("gateway", "python") and not good
     return 1 if failures else 0

@@ -29,6 +29,7 @@ __all__ = [
     "Output",
     "Session",
     "Turn",
+    "check_kernel_gateway",
     "make_interpreter",
     "make_output",
     "open_session",
@@ -226,11 +227,45 @@ def sandbox_for(settings: Settings) -> Any:
     return policy
 
 
+def check_kernel_gateway(settings: Settings) -> None:
+    """Raise :class:`~lmc.errors.ComputerError` (one line naming the URL or the token) when
+    the kernel gateway ``settings`` name cannot run python: before the model is asked."""
+    if settings.kernel_gateway:
+        from lmc.computer.gateway import check_gateway, gateway_config
+
+        gateway = gateway_config(settings)
+        assert gateway is not None
+        check_gateway(gateway)
+
+
+def warn_cpu_only_once(say: Callable[[str], None]) -> None:
+    """At the first chat on a machine with a GPU that llama.cpp cannot use, say so once
+    (``lmc doctor`` says it every time)."""
+    from lmc.backends.gpu import cpu_only_warning
+
+    stamp = data_dir() / "gpu-warning-given"
+    if stamp.exists():
+        return
+    warning = cpu_only_warning()
+    if warning is None:
+        return
+    say(f"warning: {warning}")
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:
+        pass  # said again next time: better than never
+
+
 def make_interpreter(
-    settings: Settings, conversation_id: str | None = None, backend: Any = None
+    settings: Settings,
+    conversation_id: str | None = None,
+    backend: Any = None,
+    computer: Any = None,
 ) -> Any:
     """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded); on
-    ``backend`` when given (``lmc serve`` shares one model), which it then does not close."""
+    ``backend`` when given (``lmc serve`` shares one model), which it then does not close;
+    on ``computer`` when given (``lmc serve`` starts kernels on first code), likewise."""
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
@@ -243,7 +278,7 @@ def make_interpreter(
         network=policy.network,
         workdir=str(policy.workdir),
     )
-    return Interpreter(chosen, conversation_id=conversation_id, backend=backend)
+    return Interpreter(chosen, conversation_id=conversation_id, backend=backend, computer=computer)
 
 
 @dataclass(frozen=True)
@@ -265,6 +300,7 @@ def open_session(options: SharedOptions) -> Session | int:
         verbose = settings.verbose
         output = make_output(options, settings)
         conversation_id = resolve_resume(options.resume, settings.db_path)
+        check_kernel_gateway(settings)
         interpreter = make_interpreter(settings, conversation_id)
     except SandboxUnavailableError as exc:  # asked for a sandbox this machine cannot give
         report(exc, verbose=verbose)

@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 from lmc.computer.kernelspecs import KernelSpec, kernels_dir
 from lmc.computer.runtime import default_runtime_dir
@@ -44,6 +44,7 @@ from lmc.errors import ComputerError
 
 __all__ = [
     "InterruptIgnored",
+    "Kernel",
     "KernelDied",
     "KernelEvent",
     "KernelSession",
@@ -74,13 +75,16 @@ KERNEL_ENV: Final = {"PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
 
 @dataclass(frozen=True)
 class KernelDied:
-    """The kernel process exited while a request was running."""
+    """The kernel process exited (or, remote, was lost) while a request was running."""
 
     returncode: int | None
+    #: What happened, in words, when there is no local exit status to describe (a remote
+    #: kernel the gateway restarted, or a gateway that went away).
+    reason: str | None = None
 
     def describe(self) -> str:
         """How it died, in words ("exit status 3", "killed by SIGSEGV (a crash)")."""
-        return describe_exit(self.returncode)
+        return self.reason if self.reason is not None else describe_exit(self.returncode)
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,42 @@ def describe_exit(returncode: int | None) -> str:
         "SIGKILL": " (from outside, often the out-of-memory killer)",
     }.get(name, "")
     return f"it was killed by {name}{why}"
+
+
+class Kernel(Protocol):
+    """What :class:`~lmc.computer.Computer` needs of a kernel, local or remote.
+
+    :class:`KernelSession` runs one on this machine;
+    :class:`lmc.computer.gateway_kernel.GatewayKernel` has a Jupyter Kernel/Enterprise Gateway
+    run one.
+    """
+
+    sandbox: SandboxPolicy | None
+    started_at: float | None
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+    def death(self) -> str:
+        """How the kernel ended, in words, once it is not alive."""
+        ...
+
+    def out_of_memory(self) -> bool:
+        """Whether lmc's sandbox's memory limit killed one of its processes."""
+        ...
+
+    def start(self) -> None: ...
+
+    def wait_ready(self) -> None: ...
+
+    def interrupt(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]: ...
 
 
 class KernelSession:
@@ -209,6 +249,10 @@ class KernelSession:
     @property
     def returncode(self) -> int | None:
         return None if self._process is None else self._exit_status(self._process.poll())
+
+    def death(self) -> str:
+        """How the kernel process ended, in words."""
+        return describe_exit(self.returncode)
 
     def _exit_status(self, returncode: int | None) -> int | None:
         """bwrap reports a kernel killed by signal N as status 128 + N: map it back."""

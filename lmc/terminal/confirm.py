@@ -39,6 +39,10 @@ NO_TERMINAL = (
     "code not run: confirmation is on and there is no terminal to ask "
     "(pass -y to run code without asking)"
 )
+NO_TERMINAL_TOOL = (
+    "tool call not made: confirmation is on and there is no terminal to ask "
+    "(pass -y to call tools without asking, or auto_approve them in the server's table)"
+)
 
 
 class _Screen(Protocol):
@@ -109,7 +113,7 @@ class Confirmer:
         tool_call = block.get("type") == "tool_call"  # an MCP tool: code is JSON arguments
         if self.ask is None:
             if not self.declined_without_terminal:
-                self.say(NO_TERMINAL)
+                self.say(NO_TERMINAL_TOOL if tool_call else NO_TERMINAL)
             self.declined_without_terminal += 1
             return False
         if self.screen is not None:

@@ -1,5 +1,5 @@
 """The chat's %commands: %reset, %undo, %save, %load, %tokens, %verbose, %auto_run, %export,
-%sandbox, %network, %help.
+%sandbox, %network, %mcp, %help.
 
 Each command is a small function of the chat's state; unknown commands show the help.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ HELP = """\
 %export [path.ipynb]   export the conversation as a notebook (.md: Markdown, .json: LMC)
 %sandbox [off|workspace|read-only]  how code is contained (restarts the kernels)
 %network [on|off]      network for sandboxed code (restarts the kernels)
+%mcp [read|attach|prompt ...]  the MCP servers' tools, resources and prompts (%mcp help)
 %help                  this help
 Esc-Enter: new line · Ctrl-C: stop the model or the code · Ctrl-D: quit"""
 
@@ -41,6 +42,8 @@ class ChatState:
     confirmer: Confirmer
     say: Callable[[str], None]
     verbose: bool = False
+    #: Text to add to the next message (%mcp attach, %mcp prompt).
+    attachments: list[str] = field(default_factory=list)
 
 
 def is_magic(line: str) -> bool:
@@ -106,6 +109,11 @@ def _load(state: ChatState, args: list[str]) -> None:
 
 
 def _tokens(state: ChatState, args: list[str]) -> None:
+    counts = getattr(state.interpreter, "token_counts", None)
+    if counts is not None:
+        last, total = counts()
+        if total.calls:
+            state.say(f"tokens: last turn {last.describe()}; conversation {total.describe()}")
     used, size = state.interpreter.token_usage()
     share = 100 * used / size if size else 0.0
     state.say(f"context: {used} of {size} tokens used ({share:.0f}%)")
@@ -174,6 +182,12 @@ def _network(state: ChatState, args: list[str]) -> None:
     _change_sandbox(state, None, value)
 
 
+def _mcp(state: ChatState, args: list[str]) -> None:
+    from lmc.mcp.browse import browse
+
+    state.say(browse(getattr(state.interpreter, "tools", None), args, state.attachments))
+
+
 def _help(state: ChatState, args: list[str]) -> None:
     state.say(HELP)
 
@@ -189,6 +203,7 @@ _COMMANDS: dict[str, Callable[[ChatState, list[str]], None]] = {
     "export": _export,
     "sandbox": _sandbox,
     "network": _network,
+    "mcp": _mcp,
     "help": _help,
 }
 
