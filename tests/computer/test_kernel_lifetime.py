@@ -4,7 +4,9 @@ run until it ends, since they are not thread-safe, and it closes them then."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -19,7 +21,8 @@ def test_a_suspended_run_blocks_nothing_and_releases_the_sockets(tmp_path: Path)
     assert python is not None and python.kernel is not None
     session = KernelSession(kernel_spec(python.kernel), runtime_dir=tmp_path)
     try:
-        run = session.execute("print('started', flush=True)\nimport time\ntime.sleep(60)")
+        code = "print('started', flush=True)\nimport time\ntime.sleep(60)"
+        run = cast(Generator[Any, None, None], session.execute(code))
         first = next(run)  # the run is now suspended in the middle of its request
         assert isinstance(first, dict)  # an IOPub message of this request
         with pytest.raises(ComputerError, match="already running code"):
