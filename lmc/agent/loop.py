@@ -38,6 +38,7 @@ from lmc.harmony.to_lmc import LmcMapper, chunk_kind
 from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
 
 if TYPE_CHECKING:
+    from lmc.agent.escalation import OfferRerun
     from lmc.agent.tool_calls import ExternalTools
     from lmc.computer.output import BoundedOutput
 
@@ -197,6 +198,9 @@ class Loop:
         self.dropped_turns = 0
         self._trim_told = False
         self.running = False  # a kernel is running code for this loop
+        #: Asked, when the sandbox blocked a block, whether to run it again with what it
+        #: lacked (:mod:`lmc.agent.escalation`); only the interactive terminal sets it.
+        self.offer_rerun: OfferRerun | None = None
         self._token_counts: dict[str, int] = {}  # a message's Harmony text -> its tokens
 
     def forget(self) -> None:
@@ -415,9 +419,17 @@ class Loop:
     def _result(self, target: ToolTarget, text: str) -> str:
         return tool_result_harmony(target.author, target.channel, text)
 
-    def _run(self, target: ToolTarget, language: str, code: str, told: str) -> Iterator[Chunk]:
+    def _run(
+        self,
+        target: ToolTarget,
+        language: str,
+        code: str,
+        told: str,
+        rerun: Iterable[Chunk] | None = None,
+    ) -> Iterator[Chunk]:
+        """Run the block (or stream ``rerun``, its second run) and record its output."""
         output = _RunOutput(self.settings.output_limit, self.settings.history_output_limit)
-        chunks = iter(self._computer().run(language, code))
+        chunks = iter(self._computer().run(language, code) if rerun is None else rerun)
         self.running = True
         in_console = False
         try:
@@ -442,6 +454,15 @@ class Loop:
             raise
         finally:
             self.running = False
+        if self.offer_rerun is not None:
+            from lmc.agent.escalation import rerun_if_allowed
+
+            again = rerun_if_allowed(
+                self, self.offer_rerun, target=target, language=language, code=code,
+                output=output, told=told,
+            )  # fmt: skip
+            if (yield from again):
+                return
         self._record_run(target, output, told)
 
     def _record_run(self, target: ToolTarget, output: _RunOutput, told: str) -> None:

@@ -104,6 +104,10 @@ def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> 
             say=output.say if ask is not None else _stderr,
             screen=None if output.mode == "json" else output.renderer,
         )
+        if output.mode != "json":
+            from lmc.terminal.rerun import offer_reruns
+
+            offer_reruns(interpreter, confirmer, output.renderer)
         interpreter.prestart()  # the kernels boot in their own processes meanwhile
         load_with_spinner(interpreter, output, settings)
         turn = run_turn(interpreter, message, output, confirmer)
