@@ -203,6 +203,7 @@ class KernelSession:
         self._idle = threading.Condition(self._lock)  # a run ended (or the kernel did)
         self._released = False
         self._ran = False  # code was sent: it may have started children
+        self._oom_before_release = False
         self.started_at: float | None = None
         self.ready_at: float | None = None
 
@@ -291,6 +292,9 @@ class KernelSession:
 
     def out_of_memory(self) -> bool:
         """Whether the sandbox's memory limit killed one of this kernel's processes."""
+        if self._released:
+            seen, self._oom_before_release = self._oom_before_release, False
+            return seen
         plan = self._sandbox_launch
         return plan is not None and plan.out_of_memory()
 
@@ -309,16 +313,21 @@ class KernelSession:
             thread.join()
         process = self._process
         client = self._client
-        if self.spec.shutdown_request and self._ran and process is not None and client is not None:
-            # A wrapper kernel ends the session its code runs in (children included) only
-            # in its do_shutdown; other kernels' code is in their process group, killed below,
-            # and a kernel that never ran code has no children to end.
-            with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
-                client.control_channel.send(
-                    client.session.msg("shutdown_request", {"restart": False})
-                )
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(SHUTDOWN_GRACE)
+        if self.spec.shutdown_request and self._ran and process is not None:
+            # A wrapper kernel runs its code in a session of its own (bash, node), which the
+            # kernel group's SIGKILL below does not reach: its process groups are killed
+            # first (background jobs included); without /proc, the kernel is asked to.
+            groups = _child_groups(process.pid)
+            if groups is None and client is not None:
+                with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
+                    client.control_channel.send(
+                        client.session.msg("shutdown_request", {"restart": False})
+                    )
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(SHUTDOWN_GRACE)
+            for group in groups or ():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, signal.SIGKILL)
         if process is not None:
             # No grace period otherwise: the kernel's state goes with it anyway, and waiting
             # for it to tidy up was most of the time lmc took to exit.
@@ -359,6 +368,8 @@ class KernelSession:
         if self._connection_file is not None:
             shutil.rmtree(self._connection_file.parent, ignore_errors=True)
         if self._sandbox_launch is not None:
+            # Its control groups go with it: what they counted is kept for out_of_memory().
+            self._oom_before_release = self._sandbox_launch.out_of_memory()
             self._sandbox_launch.close()
 
     # -- start-up (background thread) -------------------------------------------------------
@@ -636,6 +647,29 @@ class KernelSession:
             return self._exit_status(process.wait(1.0))
         except subprocess.TimeoutExpired:
             return None
+
+
+def _child_groups(pid: int) -> set[int] | None:
+    """The process groups led by ``pid``'s children other than its own (a wrapper kernel's
+    bash or node session, with its background jobs); None without /proc. What the code
+    moved to a session of its own (setsid) is not reached, as by the kernel's do_shutdown:
+    only the sandbox contains that."""
+    proc = Path("/proc")
+    if not (proc / str(pid)).is_dir():
+        return None
+    try:
+        own = os.getpgid(pid)
+    except ProcessLookupError:
+        return set()
+    groups: set[int] = set()
+    for children in proc.glob(f"{pid}/task/*/children"):
+        with contextlib.suppress(OSError, ValueError):
+            for child in children.read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    group = os.getpgid(int(child))
+                    if group != own:
+                        groups.add(group)
+    return groups
 
 
 def _dying_with_lmc(argv: list[str]) -> list[str]:
