@@ -32,8 +32,10 @@ __all__ = [
     "ContextOverflowError",
     "HarmonyError",
     "InputError",
+    "InterpreterClosedError",
     "LmcError",
     "MessageError",
+    "MissingExtraError",
     "ModelNotFoundError",
     "SandboxUnavailableError",
     "ServerError",
@@ -53,6 +55,14 @@ class LmcError(Exception):
         super().__init__(message)
         if hint is not None:
             self.hint = hint
+
+
+class InterpreterClosedError(LmcError):
+    """The Interpreter was closed (a turn running then ends quietly)."""
+
+
+class MissingExtraError(LmcError):
+    """An optional part of lmc (``pip install "lmc[NAME]"``) is used but not installed."""
 
 
 class MessageError(LmcError, ValueError):

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "lmc"
 #: circle) and from any layer below, never from one above. "lmc" is the package's own
 #: ``__init__`` (the public API: Interpreter, Computer).
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "paths", "settings"}),
+    frozenset({"errors", "paths", "settings", "extras"}),
     frozenset({"messages"}),
     frozenset({"harmony"}),
     frozenset({"backends", "computer"}),

@@ -64,6 +64,24 @@ class Finished:
 Event = Output | ActiveLine | Finished
 
 
+class _Pace:
+    """Lockstep (bash waits for each line's acknowledgement) until the lines come faster
+    than ``LOCKSTEP_MAX_RATE`` per ``LOCKSTEP_WINDOW``; free-running from then on."""
+
+    def __init__(self) -> None:
+        self.recent: deque[float] = deque(maxlen=LOCKSTEP_MAX_RATE)
+        self.lockstep = True
+
+    def step(self) -> bool:
+        """One more line acknowledged; whether lockstep goes on."""
+        now = time.monotonic()
+        self.recent.append(now)
+        self.lockstep = len(self.recent) < LOCKSTEP_MAX_RATE or (
+            now - self.recent[0] >= LOCKSTEP_WINDOW
+        )
+        return self.lockstep
+
+
 class BashSession(PipeSession):
     """A bash process plus the pipes to drive it. Not thread-safe except :meth:`interrupt`."""
 
@@ -147,40 +165,19 @@ class BashSession(PipeSession):
             path.unlink(missing_ok=True)
 
     def _follow(self, last_line: int) -> Iterator[Event]:
-        recent: deque[float] = deque(maxlen=LOCKSTEP_MAX_RATE)
-        lockstep = True
+        pace = _Pace()
         shown: int | None = None
         pending = b""
         watched = self._watched(self._control)
-        timeout = self._select_timeout
         quiet_until = 0.0  # free-running: the control pipe is read again from this time on
         while True:
-            now = time.monotonic()
-            if quiet_until and now >= quiet_until:
-                quiet_until = 0.0
-            listened, wait = watched, timeout
-            if quiet_until:
-                listened = [fd for fd in watched if fd != self._control]
-                wait = quiet_until - now if timeout is None else min(quiet_until - now, timeout)
-            ready, _, _ = select.select(listened, [], [], wait)
-            self._clear_wakeup(ready)
+            ready, quiet_until = self._wait(watched, quiet_until)
             if self._control in ready:
                 data = self._read_control_raw()
                 if not data:  # the block closed fd 243: only the shell's death ends it now
                     watched.remove(self._control)
-                pending += data
-                *lines, pending = pending.split(b"\n")
-                reports = [report.decode() for report in lines]
-                if not self._started and "S" in reports:
-                    reports = reports[reports.index("S") + 1 :]
-                    self._code_started()
-                if not self._started:
-                    reports = []
-                done = next((r for r in reports if r.startswith("D")), None)
-                if done is not None:
-                    reports = reports[: reports.index(done)]
-                numbers = [int(r[1:]) for r in reports if r[:1] == "L" and r[1:].isdigit()]
-                if not lockstep:  # free-running: the latest line, at a bounded rate
+                numbers, done, pending = self._reports(pending + data)
+                if not pace.lockstep:  # free-running: the latest line, at a bounded rate
                     numbers = numbers[-1:]
                     quiet_until = time.monotonic() + FREE_RUN_INTERVAL
                 for number in numbers:
@@ -188,13 +185,8 @@ class BashSession(PipeSession):
                     if number != shown:
                         shown = number
                         yield ActiveLine(min(number, last_line))
-                    if lockstep:
-                        now = time.monotonic()
-                        recent.append(now)
-                        lockstep = len(recent) < LOCKSTEP_MAX_RATE or (
-                            now - recent[0] >= LOCKSTEP_WINDOW
-                        )
-                        os.write(self._ack, b"s" if lockstep else b"\n")
+                    if pace.lockstep:
+                        os.write(self._ack, b"s" if pace.step() else b"\n")
                 if done is not None:
                     yield from self._drain_output(final=True)
                     status = int(done[1:]) if done[1:].isdigit() else 1
@@ -206,6 +198,35 @@ class BashSession(PipeSession):
                 status = yield from self._reap()
                 yield Finished(status, self._interrupt_pending, exited=True)
                 return
+
+    def _wait(self, watched: list[int], quiet_until: float) -> tuple[list[int], float]:
+        """Wait for a ready pipe; the control pipe is left unread until ``quiet_until``."""
+        now = time.monotonic()
+        if quiet_until and now >= quiet_until:
+            quiet_until = 0.0
+        listened, wait = watched, self._select_timeout
+        if quiet_until:
+            listened = [fd for fd in watched if fd != self._control]
+            wait = quiet_until - now if wait is None else min(quiet_until - now, wait)
+        ready, _, _ = select.select(listened, [], [], wait)
+        self._clear_wakeup(ready)
+        return ready, quiet_until
+
+    def _reports(self, pending: bytes) -> tuple[list[int], str | None, bytes]:
+        """The line numbers reported in ``pending``'s complete lines, the ``D`` (done) report
+        if one came, and the unfinished rest; nothing counts before the code's ``S``."""
+        *lines, rest = pending.split(b"\n")
+        reports = [report.decode() for report in lines]
+        if not self._started and "S" in reports:
+            reports = reports[reports.index("S") + 1 :]
+            self._code_started()
+        if not self._started:
+            reports = []
+        done = next((r for r in reports if r.startswith("D")), None)
+        if done is not None:
+            reports = reports[: reports.index(done)]
+        numbers = [int(r[1:]) for r in reports if r[:1] == "L" and r[1:].isdigit()]
+        return numbers, done, rest
 
     def _read_control_raw(self) -> bytes:
         parts: list[bytes] = []

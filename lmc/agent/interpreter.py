@@ -15,6 +15,7 @@ it) so that the same clean-up runs before its next ``chat``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import weakref
@@ -37,7 +38,7 @@ from lmc.agent.tools import (
 )
 from lmc.agent.workspace_api import WorkspaceMixin
 from lmc.backends.base import Backend, BackendConfig, Generation, SamplingSettings
-from lmc.errors import ConfigError, LmcError
+from lmc.errors import ConfigError, InterpreterClosedError, LmcError
 from lmc.messages import Chunk, Message, validate_message
 from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
 
@@ -51,6 +52,13 @@ if TYPE_CHECKING:
 __all__ = ["Interpreter"]
 
 Confirm = Callable[[dict[str, Any]], "bool | str"]
+
+#: Kernels started ahead of need (the model's two everyday tools): a shell block then runs
+#: without waiting for its kernel, and one never used costs only its memory until exit.
+PRESTART = ("python", "shell")
+
+#: Seconds close() waits for a running turn to stop before it frees what the turn uses.
+CLOSE_WAIT = 30.0
 
 
 class Interpreter(WorkspaceMixin):
@@ -140,7 +148,11 @@ class Interpreter(WorkspaceMixin):
         self._store: ConversationStore | None = None
         self._conversation_id: str | None = None
         self._cancel = threading.Event()
+        #: Set when close() begins: from then on no model is opened, no kernel started, no
+        #: store reopened, and a running turn ends at its next step.
+        self._closed = threading.Event()
         self._busy = threading.Lock()
+        self._turn_thread: int | None = None  # the thread that consumes the current turn
         # The last turn's stream, weakly: a consumer that drops it closes it at once.
         self._active: weakref.ref[Generator[Chunk, None, None]] | None = None
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
@@ -148,6 +160,9 @@ class Interpreter(WorkspaceMixin):
         self._usage: dict[int, TokenUsage] = {}
         self.tools: McpTools | None = None
         if s.mcp_servers:
+            from lmc.extras import require
+
+            require("mcp")
             from lmc.mcp.config import McpServerConfig, parse_server
             from lmc.mcp.tools import McpTools
 
@@ -163,8 +178,8 @@ class Interpreter(WorkspaceMixin):
         #: the model is loaded or first prompted (see :meth:`_open_browser`).
         self.browser_tools: BrowserTools | None = None
         self._loop = Loop(
-            backend=self._get_backend,
-            computer=lambda: self.computer,
+            backend=self._turn_backend,
+            computer=self._turn_computer,
             transcript=Transcript(),
             prefix=self._prefix,
             settings=LoopSettings(
@@ -236,8 +251,23 @@ class Interpreter(WorkspaceMixin):
             self.tools.start()
         self._get_backend()
 
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise InterpreterClosedError("this Interpreter has been closed")
+
+    def _turn_backend(self) -> Backend:
+        """The backend for the loop's next request: none once close() began."""
+        self._check_open()
+        return self._get_backend()
+
+    def _turn_computer(self) -> Computer | ComputerLike:
+        """The computer for the loop's next run: none once close() began."""
+        self._check_open()
+        return self.computer
+
     def _get_backend(self) -> Backend:
         if self._backend is None:
+            self._check_open()
             from lmc.backends import open_backend
 
             self._backend = open_backend(self.config)
@@ -251,6 +281,7 @@ class Interpreter(WorkspaceMixin):
     def computer(self) -> Computer | ComputerLike:
         """The :class:`lmc.Computer` that runs the model's code."""
         if self._computer is None:
+            self._check_open()
             from lmc.computer import Computer
             from lmc.computer.gateway import gateway_config
 
@@ -276,6 +307,7 @@ class Interpreter(WorkspaceMixin):
     def store(self) -> ConversationStore:
         """The conversation database."""
         if self._store is None:
+            self._check_open()
             self._store = ConversationStore(self._db_path)
         return self._store
 
@@ -495,34 +527,44 @@ class Interpreter(WorkspaceMixin):
     def _turn(
         self, user: Message, decide: Decide, renderer: Renderer | None, audio: bytes | None
     ) -> Generator[Chunk, None, None]:
+        self._check_open()
         if not self._busy.acquire(blocking=False):
             raise LmcError("this Interpreter is already in a chat; one turn at a time")
+        self._turn_thread = threading.get_ident()
         try:
-            self._prestart()
-            heard: list[Chunk] = []
-            if audio is not None:
-                text = self._hear(audio)
-                if text is None:
-                    return  # cancelled while listening: nothing was said, nothing stored
-                user = {"role": "user", "type": "message", "content": text}
-                heard = [
-                    {"role": "user", "type": "message", "start": True},
-                    {"role": "user", "type": "message", "content": text},
-                    {"role": "user", "type": "message", "end": True},
-                ]
-            harmony = user_harmony(user["content"]) if user["type"] == "message" else None
-            turn = self._loop.turn(user, harmony or "", decide)
-            try:
-                for chunk in itertools.chain(heard, turn):
-                    if renderer is not None:
-                        renderer.feed(chunk)
-                    yield chunk
-            finally:
-                turn.close()
-                if renderer is not None:
-                    renderer.close()
+            yield from self._open_turn(user, decide, renderer, audio)
+        except InterpreterClosedError:
+            pass  # close() began during the turn: it ends here, quietly, as on cancel()
         finally:
+            self._turn_thread = None
             self._busy.release()
+
+    def _open_turn(
+        self, user: Message, decide: Decide, renderer: Renderer | None, audio: bytes | None
+    ) -> Generator[Chunk, None, None]:
+        self._prestart()
+        heard: list[Chunk] = []
+        if audio is not None:
+            text = self._hear(audio)
+            if text is None:
+                return  # cancelled while listening: nothing was said, nothing stored
+            user = {"role": "user", "type": "message", "content": text}
+            heard = [
+                {"role": "user", "type": "message", "start": True},
+                {"role": "user", "type": "message", "content": text},
+                {"role": "user", "type": "message", "end": True},
+            ]
+        harmony = user_harmony(user["content"]) if user["type"] == "message" else None
+        turn = self._loop.turn(user, harmony or "", decide)
+        try:
+            for chunk in itertools.chain(heard, turn):
+                if renderer is not None:
+                    renderer.feed(chunk)
+                yield chunk
+        finally:
+            turn.close()
+            if renderer is not None:
+                renderer.close()
 
     @staticmethod
     def _audio_of(user: Message) -> bytes | None:
@@ -541,14 +583,19 @@ class Interpreter(WorkspaceMixin):
         text = transcribe_wav(audio, self.stt_model, cancel=self._cancel)
         return None if self._cancel.is_set() else text
 
+    def prestart(self) -> None:
+        """Start the kernels of :data:`PRESTART` (and the MCP servers) now, in the background:
+        call it before :meth:`load` and they boot while the model opens (``lmc run`` does)."""
+        self._prestart()
+
     def _prestart(self) -> None:
-        """Start the python kernel (and the MCP servers) in the background while the model
-        loads and writes."""
+        """Start the kernels the model writes for most (:data:`PRESTART`) and the MCP
+        servers in the background, while the model loads and writes."""
         if self.tools is not None:
             self.tools.start()
         prestart = getattr(self.computer, "prestart", None)
         if prestart is not None:
-            prestart(["python"])
+            prestart(PRESTART)
 
     def cancel(self) -> None:
         """Stop the model (or the running code) from another thread; the turn ends quietly."""
@@ -559,12 +606,21 @@ class Interpreter(WorkspaceMixin):
             self._computer.interrupt()
 
     def close(self) -> None:
-        """Free the model, the kernels and the database (what this Interpreter created)."""
+        """Free the model, the kernels and the database (what this Interpreter created).
+
+        A turn still running is stopped first, as :meth:`cancel` does: its kernels are shut
+        down at once (the run ends "cut short"), and the model and database are freed once
+        the turn has ended (waiting up to :data:`CLOSE_WAIT` seconds for a turn consumed in
+        another thread). After close() began no model request is sent and no kernel starts.
+        """
+        self._closed.set()
+        self.cancel()
         if self._owns_computer and self._computer is not None:
-            close = getattr(self._computer, "close", None)
+            computer, self._computer = self._computer, None
+            close = getattr(computer, "close", None)
             if close is not None:
                 close()
-            self._computer = None
+        self._stop_turn()
         if self._owns_backend and self._backend is not None:
             self._backend.close()
             self._backend = None
@@ -575,6 +631,19 @@ class Interpreter(WorkspaceMixin):
             self.tools.close()
         if self.browser_tools is not None:
             self.browser_tools.close()
+
+    def _stop_turn(self) -> None:
+        """End the running turn: a stream suspended in this thread (or one whose thread is
+        gone) is closed here; one another thread consumes stops at its next step."""
+        consumer = self._turn_thread
+        elsewhere = consumer not in (None, threading.get_ident()) and any(
+            thread.ident == consumer for thread in threading.enumerate()
+        )
+        if elsewhere and self._busy.acquire(timeout=CLOSE_WAIT):
+            self._busy.release()
+            return
+        with contextlib.suppress(LmcError):  # still running elsewhere: nothing more to do
+            self._finish_abandoned_turn()
 
     def __enter__(self) -> Interpreter:
         return self

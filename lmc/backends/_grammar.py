@@ -19,12 +19,12 @@ converter cannot handle fall back to free sampling (the loop still checks the ar
 
 from __future__ import annotations
 
-import ctypes
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from lmc.backends import _llama_cpp as llama
 from lmc.harmony.events import MessageEnded, MessageStarted
 from lmc.harmony.parser import StreamParser
 
@@ -40,10 +40,8 @@ def schema_grammar(schema: Mapping[str, Any]) -> str | None:
     """GBNF for JSON values matching ``schema``, or None when it cannot be converted."""
     key = json.dumps(schema, sort_keys=True, default=str)
     if key not in _GBNF_CACHE:
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
-
         try:
-            gbnf: str | None = json_schema_to_gbnf(key)
+            gbnf = llama.json_schema_to_gbnf(key)
         except Exception:  # the converter raises anything on schemas it does not know
             gbnf = None
         if gbnf is not None:
@@ -166,12 +164,7 @@ class Utf8Filter:
         """Set the logit of every token that would break UTF-8 to -inf."""
         import numpy as np
 
-        array = cur_p.contents
-        size = int(array.size)
-        raw = ctypes.cast(array.data, ctypes.POINTER(ctypes.c_float))
-        values = np.ctypeslib.as_array(raw, shape=(size * 3,))
-        ids = values.view(np.int32)[0::3]
-        logits = values[1::3]
+        ids, logits = llama.candidates(cur_p)
         logits[~self._allowed[self._state, ids]] = -np.inf
 
     def accept(self, data: bytes) -> None:
@@ -183,10 +176,8 @@ def _any_candidate(cur_p: Any) -> bool:
     """Whether any token is left to sample (a finite logit)."""
     import numpy as np
 
-    array = cur_p.contents
-    raw = ctypes.cast(array.data, ctypes.POINTER(ctypes.c_float))
-    values = np.ctypeslib.as_array(raw, shape=(int(array.size) * 3,))
-    return bool(np.isfinite(values[1::3]).any())
+    _ids, logits = llama.candidates(cur_p)
+    return bool(np.isfinite(logits).any())
 
 
 class ArgumentGrammar:
@@ -202,9 +193,6 @@ class ArgumentGrammar:
         vocab: Any,
         utf8: Callable[[], Utf8Filter],
     ) -> None:
-        import llama_cpp
-
-        self._lib = llama_cpp
         self._vocab = vocab
         self._schemas = schemas
         self._utf8_filter = utf8
@@ -226,7 +214,7 @@ class ArgumentGrammar:
         if self._sampler is not None:
             assert self._utf8 is not None
             self._utf8.apply(cur_p)
-            self._lib.llama_sampler_apply(self._sampler, cur_p)
+            llama.sampler_apply(self._sampler, cur_p)
             self._applied = _any_candidate(cur_p)
 
     def accept(self, token: int, data: bytes, marker: str | None) -> None:
@@ -239,7 +227,7 @@ class ArgumentGrammar:
         if self._sampler is not None:
             self.constrained_tokens += 1
             if marker is None:
-                self._lib.llama_sampler_accept(self._sampler, token)
+                llama.sampler_accept(self._sampler, token)
                 assert self._object is not None and self._utf8 is not None
                 self._utf8.accept(data)
                 self._object.feed(data)
@@ -266,7 +254,7 @@ class ArgumentGrammar:
         gbnf = schema_grammar(schema)
         if gbnf is None:
             return
-        sampler = self._lib.llama_sampler_init_grammar(self._vocab, gbnf.encode(), b"root")
+        sampler = llama.sampler_init_grammar(self._vocab, gbnf)
         if not sampler:
             return
         self._sampler = sampler
@@ -277,6 +265,6 @@ class ArgumentGrammar:
 
     def _lift(self) -> None:
         if self._sampler is not None:
-            self._lib.llama_sampler_free(self._sampler)
+            llama.sampler_free(self._sampler)
             self._sampler = None
             self._object = None

@@ -31,6 +31,11 @@ class Utf8Pieces:
         text = self._decoder.decode(data)
         return Piece(text) if text else None
 
+    def texts(self, data: bytes) -> list[Piece]:
+        """:meth:`text` as a list: empty while a character is incomplete."""
+        piece = self.text(data)
+        return [] if piece is None else [piece]
+
     def special(self, marker: str) -> list[Piece]:
         """A special token: an unfinished character before it is flushed (as U+FFFD)."""
         out = self.flush()

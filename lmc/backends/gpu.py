@@ -66,9 +66,9 @@ def _llama_offloads() -> bool | None:
     """Whether the installed llama.cpp offloads to a GPU; None when it is not installed."""
     if importlib.util.find_spec("llama_cpp") is None:
         return None
-    import llama_cpp
+    from lmc.backends._llama_cpp import supports_gpu_offload
 
-    return bool(llama_cpp.llama_supports_gpu_offload())
+    return supports_gpu_offload()
 
 
 def cpu_only_warning(

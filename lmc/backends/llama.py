@@ -24,13 +24,13 @@ errors are mapped to :mod:`lmc.errors` in :func:`_llama_errors`, the one place t
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lmc.backends import _llama_cpp as llama
 from lmc.backends._context import ContextChoice, choose_context
 from lmc.backends._grammar import ArgumentGrammar, Utf8Filter
 from lmc.backends._pieces import Utf8Pieces
@@ -68,22 +68,6 @@ def _llama_errors(what: str) -> Iterator[None]:
         raise BackendError(f"llama.cpp failed to {what}: {exc}") from exc
 
 
-_SILENT_LOG: list[Any] = []  # the ctypes callback must outlive every call into llama.cpp
-
-
-def _route_llama_logs(*, verbose: bool) -> None:
-    """llama.cpp logs to stderr only when verbose (its warnings would garble the terminal)."""
-    import llama_cpp
-    from llama_cpp import _logger
-
-    if verbose:
-        llama_cpp.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
-        return
-    if not _SILENT_LOG:
-        _SILENT_LOG.append(llama_cpp.llama_log_callback(lambda level, text, data: None))
-    llama_cpp.llama_log_set(_SILENT_LOG[0], ctypes.c_void_p(0))
-
-
 class LlamaCppBackend(Backend):
     """A GGUF gpt-oss model in this process; with ``replay``, forced to emit a transcript."""
 
@@ -95,23 +79,20 @@ class LlamaCppBackend(Backend):
         replay: ReplayScript | None = None,
         cache_dir: Path | None = None,
     ) -> None:
-        import llama_cpp
-
         config = config or BackendConfig()
-        self._lib = llama_cpp
         self.model_path = Path(model_path)
         self.config = config
         self.replay = replay
         self._callbacks = _CallbackErrors()
         gpu_layers = config.gpu_layers
         if gpu_layers is None:
-            gpu_layers = -1 if llama_cpp.llama_supports_gpu_offload() else 0
+            gpu_layers = -1 if llama.supports_gpu_offload() else 0
         if not self.model_path.is_file():
             raise BackendError(f"no model file at {self.model_path}")
         if config.context_size is None:
             choice = choose_context(
                 self.model_path,
-                offloaded=gpu_layers != 0 and bool(llama_cpp.llama_supports_gpu_offload()),
+                offloaded=gpu_layers != 0 and llama.supports_gpu_offload(),
             )
         else:
             choice = ContextChoice(config.context_size, f"{config.context_size:,} tokens: as set")
@@ -131,12 +112,12 @@ class LlamaCppBackend(Backend):
         }
         if config.threads:
             kwargs["n_threads"] = kwargs["n_threads_batch"] = config.threads
-        _route_llama_logs(verbose=config.verbose)
+        llama.route_logs(verbose=config.verbose)
         with _llama_errors(f"load the model {self.model_path}"):
-            # Any: llama-cpp-python's internals used here (_ctx, input_ids) are untyped.
-            self._llm: Any = llama_cpp.Llama(**kwargs)
+            # Any: llama-cpp-python's Llama is untyped.
+            self._llm: Any = llama.open_model(**kwargs)
         self.context_size = int(self._llm.n_ctx())
-        self._vocab = self._llm._model.vocab
+        self._vocab = llama.vocab(self._llm)
         self._markers = self._find_markers()
         self._stops: dict[int, StopReason] = {}
         for marker, reason in ((tokens.RETURN, StopReason.RETURN), (tokens.CALL, StopReason.CALL)):
@@ -163,7 +144,7 @@ class LlamaCppBackend(Backend):
                         self.model_path.resolve(),
                         stat.st_size,
                         stat.st_mtime_ns,
-                        llama_cpp.__version__,
+                        llama.version(),
                         self.context_size,
                         *(
                             getattr(self._llm.context_params, name, None)
@@ -260,16 +241,12 @@ class LlamaCppBackend(Backend):
         reason = StopReason.END_OF_STREAM
         try:
             while True:
-                if settings.max_tokens is not None and (
-                    generation.completion_tokens >= settings.max_tokens
-                ):
-                    reason = StopReason.MAX_TOKENS
-                    break
-                if cancelled():
-                    reason = StopReason.CANCELLED
+                stop = _stop_before_sampling(generation, settings, cancelled)
+                if stop is not None:
+                    reason = stop
                     break
                 with _llama_errors("sample a token"):
-                    token = sampler.sample(llm._ctx, -1)
+                    token = llama.sample(sampler, llm)
                 self._callbacks.reraise()  # a Ctrl-C that landed inside a sampler stage
                 generation.completion_tokens += 1
                 data = self._piece(token)
@@ -283,20 +260,13 @@ class LlamaCppBackend(Backend):
                         sampler.close()
                         sampler = self._sampler(settings, forced, generation, grammar)
                         constrained = True
-                if marker is not None:
-                    yield from pieces.special(marker)
-                    if token in self._stops:
-                        reason = self._stops[token]
-                        break
-                else:
-                    piece = pieces.text(data)
-                    if piece is not None:
-                        yield piece
-                if cancelled():
-                    reason = StopReason.CANCELLED
+                yield from pieces.special(marker) if marker is not None else pieces.texts(data)
+                if token in self._stops:  # (a marker)
+                    reason = self._stops[token]
                     break
-                if llm.n_tokens >= self.context_size:
-                    reason = StopReason.CONTEXT_FULL
+                stop = self._stop_after_token(cancelled)
+                if stop is not None:
+                    reason = stop
                     break
                 with _llama_errors("evaluate a token"):
                     llm.eval([token])
@@ -307,6 +277,13 @@ class LlamaCppBackend(Backend):
             sampler.close()
             if grammar is not None:
                 grammar.close()
+
+    def _stop_after_token(self, cancelled: Callable[[], bool]) -> StopReason | None:
+        if cancelled():
+            return StopReason.CANCELLED
+        if self._llm.n_tokens >= self.context_size:
+            return StopReason.CONTEXT_FULL
+        return None
 
     # ---------------------------------------------------------------------- KV cache
 
@@ -329,12 +306,7 @@ class LlamaCppBackend(Backend):
         return int(min(keep, len(ids) - 1))
 
     def _truncate_kv(self, keep: int) -> None:
-        llm = self._llm
-        if keep < llm.n_tokens and not llm._ctx.kv_cache_seq_rm(-1, keep, -1):
-            llm._ctx.kv_cache_clear()
-            keep = 0
-        llm.n_tokens = min(keep, llm.n_tokens)
-        self._kv_known = min(self._kv_known, llm.n_tokens)
+        self._kv_known = min(self._kv_known, llama.drop_kv_after(self._llm, keep))
 
     def _eval(self, ids: Sequence[int], cancelled: Any) -> bool:
         """Evaluate in batches, checking for cancellation between them."""
@@ -376,25 +348,14 @@ class LlamaCppBackend(Backend):
         return n, n - keep
 
     def _snapshot(self) -> bytes | None:
-        lib, ctx = self._lib, self._llm.ctx
-        size = lib.llama_state_seq_get_size(ctx, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        written = lib.llama_state_seq_get_data(ctx, buffer, size, 0)
-        return ctypes.string_at(buffer, written) if written else None
+        return llama.snapshot_state(self._llm)
 
     def _restore(self, payload: bytes, prefix_ids: Sequence[int]) -> bool:
         """Replace the KV cache with a stored prefix state; False (and empty) if llama refuses."""
-        lib, llm = self._lib, self._llm
-        llm._ctx.kv_cache_clear()
-        llm.n_tokens = 0
         self._kv_known = 0
-        buffer = (ctypes.c_uint8 * len(payload)).from_buffer_copy(payload)
-        if not lib.llama_state_seq_set_data(llm.ctx, buffer, len(payload), 0):
-            llm._ctx.kv_cache_clear()
+        if not llama.restore_state(self._llm, payload, prefix_ids):
             return False
-        llm.input_ids[: len(prefix_ids)] = prefix_ids
-        llm.n_tokens = len(prefix_ids)
-        self._kv_known = llm.n_tokens  # the prefix ids are the log's first ids (checked)
+        self._kv_known = len(prefix_ids)  # the prefix ids are the log's first ids (checked)
         return True
 
     # ---------------------------------------------------------------------- sampling
@@ -406,10 +367,7 @@ class LlamaCppBackend(Backend):
         generation: Generation,
         grammar: ArgumentGrammar | None = None,
     ) -> Any:
-        from llama_cpp import _internals
-
-        new_sampler: Any = _internals.LlamaSampler  # untyped in llama-cpp-python
-        sampler = new_sampler()
+        sampler = llama.new_sampler()
         if forced is not None:
             sampler.add_custom(self._callbacks.guard(_forcing(forced, generation)))
         if grammar is not None:
@@ -431,7 +389,7 @@ class LlamaCppBackend(Backend):
     def _utf8_filter(self) -> Utf8Filter:
         """The vocabulary's UTF-8 shapes, worked out at the first constrained call."""
         if self._utf8 is None:
-            n_vocab = int(self._lib.llama_vocab_n_tokens(self._vocab))
+            n_vocab = llama.vocab_size(self._vocab)
             self._utf8 = Utf8Filter([self._text_piece(t) for t in range(n_vocab)])
         return self._utf8
 
@@ -445,25 +403,14 @@ class LlamaCppBackend(Backend):
         """A token's bytes, special tokens as their text."""
         data = self._piece_cache.get(token)
         if data is None:
-            buffer = ctypes.create_string_buffer(64)
-            n = self._lib.llama_token_to_piece(self._vocab, token, buffer, 64, 0, True)
-            if n < 0:
-                buffer = ctypes.create_string_buffer(-n)
-                n = self._lib.llama_token_to_piece(self._vocab, token, buffer, -n, 0, True)
-            data = buffer.raw[:n]
-            self._piece_cache[token] = data
+            data = self._piece_cache[token] = llama.token_piece(self._vocab, token, special=True)
         return data
 
     def _text_piece(self, token: int) -> bytes:
         """A token's bytes as text: nothing for control tokens (markers, reserved ids)."""
         if token in self._markers:
             return b""
-        buffer = ctypes.create_string_buffer(64)
-        n = self._lib.llama_token_to_piece(self._vocab, token, buffer, 64, 0, False)
-        if n < 0:
-            buffer = ctypes.create_string_buffer(-n)
-            n = self._lib.llama_token_to_piece(self._vocab, token, buffer, -n, 0, False)
-        return buffer.raw[:n]
+        return llama.token_piece(self._vocab, token, special=False)
 
     def _find_markers(self) -> dict[int, str]:
         """Token id -> marker, asking the model's own tokenizer (ids differ between vocabs)."""
@@ -473,6 +420,16 @@ class LlamaCppBackend(Backend):
             if len(ids) == 1:
                 markers[ids[0]] = marker
         return markers
+
+
+def _stop_before_sampling(
+    generation: Generation, settings: SamplingSettings, cancelled: Callable[[], bool]
+) -> StopReason | None:
+    if settings.max_tokens is not None and generation.completion_tokens >= settings.max_tokens:
+        return StopReason.MAX_TOKENS
+    if cancelled():
+        return StopReason.CANCELLED
+    return None
 
 
 class _CallbackErrors:
@@ -512,20 +469,16 @@ def _forcing(forced: list[int], generation: Generation) -> Any:
         if step >= len(forced):
             return
         target = forced[step]
-        array = cur_p.contents
-        size = int(array.size)
-        # llama_token_data is {int32 id; float logit; float p}: view it as 3 floats per token.
-        raw = ctypes.cast(array.data, ctypes.POINTER(ctypes.c_float))
-        values = np.ctypeslib.as_array(raw, shape=(size * 3,))
-        ids = values.view(np.int32)[0::3]
+        ids, logits = llama.candidates(cur_p)
+        size = len(ids)
         index = target if target < size and ids[target] == target else -1
         if index < 0:
             hits = np.flatnonzero(ids == target)
             if hits.size == 0:
                 return
             index = int(hits[0])
-        values[1::3] = -np.inf
-        values[3 * index + 1] = 0.0
+        logits[:] = -np.inf
+        logits[index] = 0.0
 
     return apply
 

@@ -118,20 +118,19 @@ def _context_line(model: str | None, context: int | None, gpu_layers: int | None
 def _gpu_offload() -> bool:
     if importlib.util.find_spec("llama_cpp") is None:
         return False
-    import llama_cpp
+    from lmc.backends._llama_cpp import supports_gpu_offload
 
-    return bool(llama_cpp.llama_supports_gpu_offload())
+    return supports_gpu_offload()
 
 
 def _backend_lines() -> list[tuple[str, bool, str]]:
     if importlib.util.find_spec("llama_cpp") is None:
         return [("llama.cpp", False, "llama-cpp-python is not installed")]
-    import llama_cpp
+    from lmc.backends._llama_cpp import supports_gpu_offload, version
 
-    version = getattr(llama_cpp, "__version__", "?")
-    gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    gpu = supports_gpu_offload()
     return [
-        ("llama.cpp", True, f"llama-cpp-python {version}"),
+        ("llama.cpp", True, f"llama-cpp-python {version()}"),
         ("GPU offload", gpu, "supported by this build" if gpu else "not in this build: CPU only"),
     ]
 
@@ -244,6 +243,42 @@ def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     return [("stt model", True, f"{spec} ({where})")]
 
 
+Row = tuple[str, bool, str]
+
+
+def _model_rows(settings: Any) -> tuple[list[Row], int]:
+    """The model's rows (server, or llama.cpp, the GGUF and its context) and the failures."""
+    if settings.api_base or is_server_shortcut(settings.model):
+        rows = list(server_lines(settings))
+        return rows, sum(not good for _, good, _ in rows)
+    rows = list(_backend_lines())
+    failures = int(not rows[0][1])
+    from lmc.backends.gpu import cpu_only_warning
+
+    warning = cpu_only_warning()
+    if warning is not None:  # a warning: it does not fail the check
+        rows.append(("warning", False, warning))
+    good, detail = _model_line(settings.model)
+    rows.append(("model", good, detail))
+    failures += not good
+    context = _context_line(settings.model, settings.context_size, settings.gpu_layers)
+    rows.append(("context", True, context))
+    return rows, failures
+
+
+def _mcp_rows(settings: Any) -> list[Row]:
+    from lmc.cli.mcp_commands import server_statuses
+
+    rows = []
+    for status in server_statuses(settings):
+        count = len(status.tools)
+        tools = f"{count} tool{'s' if count != 1 else ''}"
+        rows.append(
+            (status.config.name, status.started, tools if status.started else str(status.error))
+        )
+    return rows
+
+
 def doctor(options: SharedOptions) -> int:
     try:
         settings = settings_for(options)
@@ -260,36 +295,14 @@ def doctor(options: SharedOptions) -> int:
         line(name, works, detail)
         failures += name == "python" and not works
     out.write("model\n")
-    if settings.api_base or is_server_shortcut(settings.model):
-        for name, good, detail in server_lines(settings):
-            line(name, good, detail)
-            failures += not good
-    else:
-        backend = _backend_lines()
-        for name, good, detail in backend:
-            line(name, good, detail)
-        failures += not backend[0][1]
-        from lmc.backends.gpu import cpu_only_warning
-
-        warning = cpu_only_warning()
-        if warning is not None:  # a warning: it does not fail the check
-            line("warning", False, warning)
-        good, detail = _model_line(settings.model)
-        line("model", good, detail)
-        failures += not good
-        line(
-            "context",
-            True,
-            _context_line(settings.model, settings.context_size, settings.gpu_layers),
-        )
+    rows, failed = _model_rows(settings)
+    for row in rows:
+        line(*row)
+    failures += failed
     if settings.mcp_servers:
         out.write("mcp\n")
-        from lmc.cli.mcp_commands import server_statuses
-
-        for status in server_statuses(settings):
-            count = len(status.tools)
-            tools = f"{count} tool{'s' if count != 1 else ''}"
-            line(status.config.name, status.started, tools if status.started else str(status.error))
+        for row in _mcp_rows(settings):
+            line(*row)
     from lmc.browser.check import browser_lines
 
     for name, good, detail in browser_lines(

@@ -33,6 +33,18 @@ def server_statuses(settings: Settings) -> list[ServerStatus]:
         return manager.statuses()
 
 
+def _require_mcp() -> None:
+    """One line and exit 1 when the mcp extra is not installed."""
+    from lmc.cli.session import report
+    from lmc.errors import MissingExtraError
+    from lmc.extras import require
+
+    try:
+        require("mcp")
+    except MissingExtraError as exc:
+        raise typer.Exit(report(exc, verbose=False)) from None
+
+
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else ""
@@ -95,6 +107,7 @@ def _print_status(status: ServerStatus) -> int:
 @with_options("mcp list")
 def list_command(**given: Any) -> None:
     """Start each configured MCP server and list its tools (or why it did not start)."""
+    _require_mcp()
     raise typer.Exit(list_servers(SharedOptions(**given)))
 
 
@@ -151,6 +164,7 @@ def serve_command(**given: Any) -> None:
     Configure it in an MCP client as the command `lmc mcp serve`. Code runs as `lmc run`
     runs it (same settings, same sandbox), in kernels that keep their state for the session.
     """
+    _require_mcp()
     from lmc.cli.session import make_interpreter, report, settings_for
     from lmc.errors import LmcError
     from lmc.mcp.serve import serve_stdio

@@ -108,6 +108,7 @@ def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> 
             from lmc.terminal.rerun import offer_reruns
 
             offer_reruns(interpreter, confirmer, output.renderer)
+        interpreter.prestart()  # the kernels boot in their own processes meanwhile
         load_with_spinner(interpreter, output, settings)
         turn = run_turn(interpreter, message, output, confirmer)
     except LmcError as exc:

@@ -377,6 +377,8 @@ class Computer:
         with self._lock:
             session = self._sessions.get(language.name)
             if session is None:
+                if self._closed:  # no kernel starts after close() (a late prestart, a run)
+                    raise ComputerError("this computer has been closed")
                 session = self._new_session(language)
                 self._sessions[language.name] = session
         session.start()

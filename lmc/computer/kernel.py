@@ -56,13 +56,13 @@ __all__ = [
 START_TIMEOUT: Final = 60.0
 #: Seconds a kernel gets to stop after an interrupt before it is killed and restarted.
 INTERRUPT_GRACE: Final = 3.0
-#: Seconds a kernel gets to exit after a shutdown request before it is killed.
-SHUTDOWN_GRACE: Final = 1.0
 #: Seconds of IOPub silence after the execute reply before a lost idle status is assumed.
 #: The kernel sends idle right after the reply; only a kernel whose IOPub drops messages under
 #: a slow reader (IRkernel; lmc's own kernels wait instead) can lose it, and without this the
 #: run would wait for it forever.
 IDLE_AFTER_REPLY: Final = 5.0
+#: Seconds a wrapper kernel gets to end its code's session after a shutdown request.
+SHUTDOWN_GRACE: Final = 1.0
 #: Without a pidfd (not Linux), how often the kernel process is checked while waiting.
 _LIVENESS_INTERVAL: Final = 0.25
 _LOG_TAIL: Final = 2000
@@ -197,7 +197,13 @@ class KernelSession:
         self._interrupted_at: float | None = None
         self._sandbox_launch: SandboxLaunch | None = None
         self._signal_group: int | None = None
-        self._one_request = threading.Lock()  # the sockets serve one execute at a time
+        # The sockets serve one execute at a time; the run that holds them (no lock is held
+        # across a yield) releases them if the kernel was shut down meanwhile.
+        self._executing: int | None = None  # the thread whose run holds the sockets
+        self._idle = threading.Condition(self._lock)  # a run ended (or the kernel did)
+        self._released = False
+        self._ran = False  # code was sent: it may have started children
+        self._oom_before_release = False
         self.started_at: float | None = None
         self.ready_at: float | None = None
 
@@ -286,11 +292,15 @@ class KernelSession:
 
     def out_of_memory(self) -> bool:
         """Whether the sandbox's memory limit killed one of this kernel's processes."""
+        if self._released:
+            seen, self._oom_before_release = self._oom_before_release, False
+            return seen
         plan = self._sandbox_launch
         return plan is not None and plan.out_of_memory()
 
     def shutdown(self) -> None:
-        """Stop the kernel: a shutdown request, then SIGKILL to its group if it lingers."""
+        """Stop the kernel: SIGKILL to its process group (after a shutdown request for the
+        wrapper kernels, which end their code's own session then)."""
         with self._lock:
             if self._closed:
                 return
@@ -303,32 +313,42 @@ class KernelSession:
             thread.join()
         process = self._process
         client = self._client
-        if process is not None and process.poll() is None and client is not None:
-            with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
-                client.control_channel.send(
-                    client.session.msg("shutdown_request", {"restart": False})
-                )
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(SHUTDOWN_GRACE)
+        if self.spec.shutdown_request and self._ran and process is not None:
+            # A wrapper kernel runs its code in a session of its own (bash, node), which the
+            # kernel group's SIGKILL below does not reach: its process groups are killed
+            # first (background jobs included); without /proc, the kernel is asked to.
+            groups = _child_groups(process.pid)
+            if groups is None and client is not None:
+                with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
+                    client.control_channel.send(
+                        client.session.msg("shutdown_request", {"restart": False})
+                    )
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(SHUTDOWN_GRACE)
+            for group in groups or ():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, signal.SIGKILL)
         if process is not None:
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            else:  # its children may outlive it in its process group
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
+            # No grace period otherwise: the kernel's state goes with it anyway, and waiting
+            # for it to tidy up was most of the time lmc took to exit.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
         # A run still reading the sockets ends within moments of the kernel's death; sockets
-        # are not thread-safe, so close them only once it has let go.
-        if self._one_request.acquire(timeout=SHUTDOWN_GRACE):
-            try:
-                self._release()
-            finally:
-                self._one_request.release()
+        # are not thread-safe, so that run closes them as it ends (see execute).
+        with self._idle:
+            busy = self._executing is not None
+            self._idle.notify_all()  # a run waiting for its turn: there will be none
+        if not busy:
+            self._release()
         elif self._connection_file is not None:
             shutil.rmtree(self._connection_file.parent, ignore_errors=True)
 
     def _release(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
         if self._client is not None:
             with contextlib.suppress(Exception):
                 self._client.stop_channels()
@@ -348,6 +368,8 @@ class KernelSession:
         if self._connection_file is not None:
             shutil.rmtree(self._connection_file.parent, ignore_errors=True)
         if self._sandbox_launch is not None:
+            # Its control groups go with it: what they counted is kept for out_of_memory().
+            self._oom_before_release = self._sandbox_launch.out_of_memory()
             self._sandbox_launch.close()
 
     # -- start-up (background thread) -------------------------------------------------------
@@ -515,8 +537,25 @@ class KernelSession:
         after a fault event. If the consumer stops early, the code is interrupted.
         """
         self.wait_ready()
-        with self._one_request:
+        me = threading.get_ident()
+        with self._idle:  # runs from several threads take turns
+            while self._executing is not None:
+                if self._executing == me:  # a run this thread left suspended: never ends
+                    raise ComputerError(f"the {self.spec.name} kernel is already running code")
+                self._idle.wait()
+            if self._closed:
+                raise ComputerError(f"the {self.spec.name} kernel was shut down")
+            self._executing = me
+            self._ran = True
+        try:
             yield from self._execute(code, timeout)
+        finally:
+            with self._idle:
+                self._executing = None
+                closed = self._closed
+                self._idle.notify_all()
+            if closed:  # shut down during the run: the sockets were left to this run
+                self._release()
 
     def _execute(self, code: str, timeout: float | None) -> Iterator[KernelEvent]:
         client = self._client
@@ -608,6 +647,29 @@ class KernelSession:
             return self._exit_status(process.wait(1.0))
         except subprocess.TimeoutExpired:
             return None
+
+
+def _child_groups(pid: int) -> set[int] | None:
+    """The process groups led by ``pid``'s children other than its own (a wrapper kernel's
+    bash or node session, with its background jobs); None without /proc. What the code
+    moved to a session of its own (setsid) is not reached, as by the kernel's do_shutdown:
+    only the sandbox contains that."""
+    proc = Path("/proc")
+    if not (proc / str(pid)).is_dir():
+        return None
+    try:
+        own = os.getpgid(pid)
+    except ProcessLookupError:
+        return set()
+    groups: set[int] = set()
+    for children in proc.glob(f"{pid}/task/*/children"):
+        with contextlib.suppress(OSError, ValueError):
+            for child in children.read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    group = os.getpgid(int(child))
+                    if group != own:
+                        groups.add(group)
+    return groups
 
 
 def _dying_with_lmc(argv: list[str]) -> list[str]:

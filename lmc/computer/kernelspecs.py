@@ -2,13 +2,14 @@
 
 lmc's kernels live in a ``kernels/`` directory of kernel-spec folders (``kernels/<name>/
 kernel.json``). An installed wheel carries it as ``lmc/_kernels`` (pyproject force-include);
-a source checkout has it at the repository root. Specs are read through a private
-``KernelSpecManager`` whose only directory is that one, and their argv is made to run with the
-interpreter lmc itself runs on, so a kernel always sees the same packages as lmc.
+a source checkout has it at the repository root. Specs are read from that directory only
+(never the user's Jupyter paths), and their argv is made to run with the interpreter lmc
+itself runs on, so a kernel always sees the same packages as lmc.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,10 @@ class KernelSpec:
     resource_dir: Path
     interrupt_mode: str = "signal"
     env: dict[str, str] = field(default_factory=dict)
+    #: Ask the kernel to shut down before killing it: the wrapper kernels (bash, node) run
+    #: the code in a session of its own, whose children only their do_shutdown ends
+    #: (``"lmc_shutdown_request": true`` in the spec's metadata).
+    shutdown_request: bool = False
 
     def command(self, connection_file: str) -> list[str]:
         """The argv that starts this kernel on ``connection_file``."""
@@ -50,30 +55,39 @@ def kernels_dir() -> Path:
 
 
 def kernel_spec(name: str) -> KernelSpec:
-    """Load spec ``name`` from lmc's kernels directory, argv bound to this interpreter."""
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    """Load spec ``name`` from lmc's kernels directory, argv bound to this interpreter.
 
+    ``kernel.json`` is read directly (Jupyter's format: argv, language, interrupt_mode, env):
+    jupyter_client's spec manager would cost lmc's start a tenth of a second of imports."""
     directory = kernels_dir()
-    missing = ComputerError(f"no lmc kernel spec named {name!r} in {directory}")
-    if not (directory / name / "kernel.json").is_file():
-        raise missing  # also keeps jupyter_client's ipykernel fallback for "python3" out
-    manager = KernelSpecManager(kernel_dirs=[str(directory)], ensure_native_kernel=False)
+    path = directory / name / "kernel.json"
     try:
-        spec = manager.get_kernel_spec(name)
-    except NoSuchKernel as exc:
-        raise missing from exc
-    resource_dir = Path(spec.resource_dir)
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ComputerError(f"no lmc kernel spec named {name!r} in {directory}") from None
+    except (OSError, ValueError) as exc:
+        raise ComputerError(f"the kernel spec {path} cannot be read: {exc}") from exc
+    raw_argv = spec.get("argv") if isinstance(spec, dict) else None
+    if (
+        not isinstance(raw_argv, list)
+        or not raw_argv
+        or not all(isinstance(a, str) for a in raw_argv)
+    ):
+        raise ComputerError(f"the kernel spec {path} has no argv")
+    resource_dir = path.parent
     argv = [
         arg.replace("{resource_dir}", str(resource_dir)).replace("{prefix}", sys.prefix)
-        for arg in spec.argv
+        for arg in raw_argv
     ]
-    if argv and argv[0] in _PYTHON_NAMES:
+    if argv[0] in _PYTHON_NAMES:
         argv[0] = sys.executable
+    env = spec.get("env") or {}
     return KernelSpec(
         name=name,
         argv=tuple(argv),
-        language=spec.language,
+        language=str(spec.get("language", "")),
         resource_dir=resource_dir,
-        interrupt_mode=spec.interrupt_mode or "signal",
-        env=dict(spec.env or {}),
+        interrupt_mode=str(spec.get("interrupt_mode") or "signal"),
+        env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {},
+        shutdown_request=bool((spec.get("metadata") or {}).get("lmc_shutdown_request")),
     )

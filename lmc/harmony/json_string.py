@@ -227,30 +227,33 @@ class JsonFieldStreamer:
         if state is _Scan.BEFORE_OBJECT:
             self._state = _Scan.BEFORE_KEY if char == "{" else _Scan.FAILED
         elif state is _Scan.BEFORE_KEY:
-            if char == '"':
-                self._key = []
-                self._string = JsonStringDecoder()
-                self._state = _Scan.KEY
-            elif char == "}":
-                self._state = _Scan.DONE
-            elif char != ",":
-                self._state = _Scan.FAILED
+            self._before_key(char)
         elif state is _Scan.BEFORE_COLON:
             self._state = _Scan.BEFORE_VALUE if char == ":" else _Scan.FAILED
         elif state is _Scan.BEFORE_VALUE:
             self._begin_value(char)
-        elif state is _Scan.SKIP_SCALAR:
-            if char == ",":
-                self._state = _Scan.BEFORE_KEY
-            elif char == "}":
-                self._state = _Scan.DONE
-        elif state is _Scan.AFTER_VALUE:
-            if char == ",":
-                self._state = _Scan.BEFORE_KEY
-            elif char == "}":
-                self._state = _Scan.DONE
-            else:
-                self._state = _Scan.FAILED
+        elif state in (_Scan.SKIP_SCALAR, _Scan.AFTER_VALUE):
+            self._after_value(char, strict=state is _Scan.AFTER_VALUE)
+
+    def _before_key(self, char: str) -> None:
+        if char == '"':
+            self._key = []
+            self._string = JsonStringDecoder()
+            self._state = _Scan.KEY
+        elif char == "}":
+            self._state = _Scan.DONE
+        elif char != ",":
+            self._state = _Scan.FAILED
+
+    def _after_value(self, char: str, *, strict: bool) -> None:
+        """After a value: ``,`` or ``}``; a scalar being skipped (not ``strict``) takes any
+        other character as its own."""
+        if char == ",":
+            self._state = _Scan.BEFORE_KEY
+        elif char == "}":
+            self._state = _Scan.DONE
+        elif strict:
+            self._state = _Scan.FAILED
 
     def _begin_value(self, char: str) -> None:
         if char == '"':

@@ -47,80 +47,85 @@ def _etag(path: Path) -> str:
     return hashlib.sha256(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()
 
 
-def _handler(hub: StandInHub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def _json(self, value: Any) -> None:
-            body = json.dumps(value).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
+class _HubHandler(BaseHTTPRequestHandler):
+    """The stand-in hub's requests (``hub``: set per server by :func:`_handler`)."""
+
+    hub: StandInHub
+
+    def _json(self, value: Any) -> None:
+        body = json.dumps(value).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _not_found(self, message: str, code: str) -> None:
+        body = json.dumps({"error": message}).encode()
+        self.send_response(404)
+        self.send_header("X-Error-Code", code)
+        self.send_header("X-Error-Message", message)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
             self.wfile.write(body)
 
-        def _not_found(self, message: str, code: str) -> None:
-            body = json.dumps({"error": message}).encode()
-            self.send_response(404)
-            self.send_header("X-Error-Code", code)
-            self.send_header("X-Error-Message", message)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+    def _api(self, path: str) -> None:
+        for repo, files in self.hub.repos.items():
+            if path.startswith(f"/api/models/{repo}/revision/"):
+                siblings = [{"rfilename": name} for name in files]
+                self._json({"id": repo, "sha": COMMIT, "private": False, "siblings": siblings})
+                return
+            if path.startswith(f"/api/models/{repo}/tree/"):
+                listing = [
+                    {"type": "file", "path": name, "size": file.stat().st_size, "oid": "0" * 40}
+                    for name, file in files.items()
+                ]
+                self._json(listing)
+                return
+        self._not_found("Repository not found", "RepoNotFound")
 
-        def _api(self, path: str) -> None:
-            for repo, files in hub.repos.items():
-                if path.startswith(f"/api/models/{repo}/revision/"):
-                    siblings = [{"rfilename": name} for name in files]
-                    self._json({"id": repo, "sha": COMMIT, "private": False, "siblings": siblings})
+    def _resolve(self, path: str, send_body: bool) -> None:
+        for repo, files in self.hub.repos.items():
+            prefix = f"/{repo}/resolve/"
+            if path.startswith(prefix):
+                _revision, _, name = path[len(prefix) :].partition("/")
+                file = files.get(name)
+                if file is None:
+                    self._not_found("Entry not found", "EntryNotFound")
                     return
-                if path.startswith(f"/api/models/{repo}/tree/"):
-                    listing = [
-                        {"type": "file", "path": name, "size": file.stat().st_size, "oid": "0" * 40}
-                        for name, file in files.items()
-                    ]
-                    self._json(listing)
-                    return
-            self._not_found("Repository not found", "RepoNotFound")
+                self.send_response(200)
+                self.send_header("X-Repo-Commit", COMMIT)
+                self.send_header("ETag", f'"{_etag(file)}"')
+                self.send_header("Content-Length", str(file.stat().st_size))
+                self.send_header("Content-Type", "application/octet-stream")
+                self.end_headers()
+                if send_body:
+                    with file.open("rb") as body:
+                        shutil.copyfileobj(body, self.wfile, 1 << 20)
+                return
+        self._not_found("Repository not found", "RepoNotFound")
 
-        def _resolve(self, path: str, send_body: bool) -> None:
-            for repo, files in hub.repos.items():
-                prefix = f"/{repo}/resolve/"
-                if path.startswith(prefix):
-                    _revision, _, name = path[len(prefix) :].partition("/")
-                    file = files.get(name)
-                    if file is None:
-                        self._not_found("Entry not found", "EntryNotFound")
-                        return
-                    self.send_response(200)
-                    self.send_header("X-Repo-Commit", COMMIT)
-                    self.send_header("ETag", f'"{_etag(file)}"')
-                    self.send_header("Content-Length", str(file.stat().st_size))
-                    self.send_header("Content-Type", "application/octet-stream")
-                    self.end_headers()
-                    if send_body:
-                        with file.open("rb") as body:
-                            shutil.copyfileobj(body, self.wfile, 1 << 20)
-                    return
-            self._not_found("Repository not found", "RepoNotFound")
+    def do_HEAD(self) -> None:
+        path = self.path.split("?")[0]
+        self.hub.seen.append(f"HEAD {path}")
+        self._resolve(path, send_body=False)
 
-        def do_HEAD(self) -> None:
-            path = self.path.split("?")[0]
-            hub.seen.append(f"HEAD {path}")
-            self._resolve(path, send_body=False)
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        self.hub.seen.append(f"GET {path}")
+        if path.startswith("/api/"):
+            self._api(path)
+        else:
+            self._resolve(path, send_body=True)
 
-        def do_GET(self) -> None:
-            path = self.path.split("?")[0]
-            hub.seen.append(f"GET {path}")
-            if path.startswith("/api/"):
-                self._api(path)
-            else:
-                self._resolve(path, send_body=True)
+    def log_message(self, *args: object) -> None:
+        pass
 
-        def log_message(self, *args: object) -> None:
-            pass
 
-    return Handler
+def _handler(hub: StandInHub) -> type[BaseHTTPRequestHandler]:
+    return type("Handler", (_HubHandler,), {"hub": hub})
 
 
 @contextmanager
