@@ -6,6 +6,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +280,34 @@ def _mcp_rows(settings: Any) -> list[Row]:
     return rows
 
 
+def _sections(settings: Any) -> Iterator[tuple[str, list[Row], int]]:
+    """Each section of the report: its title, its rows, and how many of them fail it."""
+    languages = check_languages()
+    yield "languages", languages, sum(n == "python" and not ok for n, ok, _ in languages)
+    rows, failed = _model_rows(settings)
+    yield "model", rows, failed
+    if settings.mcp_servers:
+        yield "mcp", _mcp_rows(settings), 0
+    from lmc.browser.check import browser_lines
+
+    browser = browser_lines(settings.browser, settings.browser_url, settings.browser_allow_private)
+    yield "browser", browser, sum(not ok for _, ok, _ in browser)
+    yield "voice", _voice_lines(settings.stt_model), 0
+    path = config_path()
+    files = [
+        ("config", True, f"{path}" + ("" if path.exists() else " (none yet)")),
+        ("data", True, str(data_dir())),
+    ]
+    yield "files", files, 0
+    yield "sandbox", sandbox_lines(settings), 0
+    if settings.kernel_gateway:
+        gateway = gateway_lines(settings)
+        failed = sum(n in ("gateway", "python") and not ok for n, ok, _ in gateway)
+        title = "kernel gateway (remote kernels: contained by the gateway, not this sandbox)"
+        yield title, gateway, failed
+    yield "workspace", workspace_lines(settings), 0
+
+
 def doctor(options: SharedOptions) -> int:
     try:
         settings = settings_for(options)
@@ -286,48 +315,11 @@ def doctor(options: SharedOptions) -> int:
         return report(exc, verbose=False)
     out = sys.stdout
     failures = 0
-
-    def line(name: str, good: bool, detail: str) -> None:
-        out.write(f"  {'✓' if good else '✗'} {name:<12} {detail}\n")
-
-    out.write("languages\n")
-    for name, works, detail in check_languages():
-        line(name, works, detail)
-        failures += name == "python" and not works
-    out.write("model\n")
-    rows, failed = _model_rows(settings)
-    for row in rows:
-        line(*row)
-    failures += failed
-    if settings.mcp_servers:
-        out.write("mcp\n")
-        for row in _mcp_rows(settings):
-            line(*row)
-    from lmc.browser.check import browser_lines
-
-    for name, good, detail in browser_lines(
-        settings.browser, settings.browser_url, settings.browser_allow_private
-    ):
-        line(name, good, detail)
-        failures += not good
-    out.write("voice\n")
-    for name, good, detail in _voice_lines(settings.stt_model):
-        line(name, good, detail)
-    out.write("files\n")
-    path = config_path()
-    line("config", True, f"{path}" + ("" if path.exists() else " (none yet)"))
-    line("data", True, str(data_dir()))
-    out.write("sandbox\n")
-    for name, good, detail in sandbox_lines(settings):
-        line(name, good, detail)
-    if settings.kernel_gateway:
-        out.write("kernel gateway (remote kernels: contained by the gateway, not this sandbox)\n")
-        for name, good, detail in gateway_lines(settings):
-            line(name, good, detail)
-            failures += name in ("gateway", "python") and not good
-    out.write("workspace\n")
-    for name, good, detail in workspace_lines(settings):
-        line(name, good, detail)
+    for title, rows, failed in _sections(settings):
+        out.write(f"{title}\n")
+        for name, good, detail in rows:
+            out.write(f"  {'✓' if good else '✗'} {name:<12} {detail}\n")
+        failures += failed
     return 1 if failures else 0
 
 
