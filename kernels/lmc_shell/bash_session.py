@@ -152,9 +152,9 @@ class BashSession(PipeSession):
         shown: int | None = None
         pending = b""
         watched = self._watched(self._control)
-        timeout = self._select_timeout
         quiet_until = 0.0  # free-running: the control pipe is read again from this time on
         while True:
+            timeout = self._select_timeout
             now = time.monotonic()
             if quiet_until and now >= quiet_until:
                 quiet_until = 0.0
@@ -164,6 +164,7 @@ class BashSession(PipeSession):
                 wait = quiet_until - now if timeout is None else min(quiet_until - now, timeout)
             ready, _, _ = select.select(listened, [], [], wait)
             self._clear_wakeup(ready)
+            self._repeat_interrupt()
             if self._control in ready:
                 data = self._read_control_raw()
                 if not data:  # the block closed fd 243: only the shell's death ends it now
