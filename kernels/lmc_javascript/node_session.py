@@ -125,10 +125,10 @@ class NodeSession(PipeSession):
 
     def _follow(self) -> Iterator[Event]:
         watched = self._watched(self._events)
-        timeout = self._select_timeout
         while True:
-            ready, _, _ = select.select(watched, [], [], timeout)
+            ready, _, _ = select.select(watched, [], [], self._select_timeout)
             self._clear_wakeup(ready)
+            self._repeat_interrupt()
             if self._events in ready:
                 for event in self._read_events():
                     kind = event.get("type")

@@ -172,6 +172,7 @@ class BashSession(PipeSession):
         quiet_until = 0.0  # free-running: the control pipe is read again from this time on
         while True:
             ready, quiet_until = self._wait(watched, quiet_until)
+            self._repeat_interrupt()
             if self._control in ready:
                 data = self._read_control_raw()
                 if not data:  # the block closed fd 243: only the shell's death ends it now

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
@@ -37,6 +38,11 @@ POLL_INTERVAL = 0.2
 READ_SIZE = 65536
 #: Bytes of output one event carries at most, so messages stay small.
 MAX_OUTPUT_EVENT = 256 * 1024
+#: Seconds after an interrupt before it is sent again while the code still runs. A SIGINT can
+#: land where nothing acts on it: node's breakOnSigint watchdog drops one that arrives as a
+#: statement's script ends (``console.log(1); await x``), and bash runs a command it had
+#: already decided on after its INT trap only set a flag.
+INTERRUPT_REPEAT = 0.25
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,7 @@ class PipeSession:
         self._running = False
         self._started = False
         self._interrupt_pending = False
+        self._interrupt_sent_at: float | None = None
         self._wake_read, self.wakeup_fd = os.pipe()  # for signal.set_wakeup_fd
         for fd in (self._wake_read, self.wakeup_fd):
             os.set_blocking(fd, False)
@@ -225,6 +232,7 @@ class PipeSession:
         """A run is about to be sent to the child: no interrupt is held from before."""
         self._started = False
         self._interrupt_pending = False
+        self._interrupt_sent_at = None
         self._running = True
 
     def _code_started(self) -> None:
@@ -242,7 +250,18 @@ class PipeSession:
 
     @property
     def _select_timeout(self) -> float | None:
-        return None if self._pidfd is not None else POLL_INTERVAL
+        """How long a run's ``select()`` may wait: until an interrupt is due again, at most."""
+        timeout = None if self._pidfd is not None else POLL_INTERVAL
+        if self._interrupt_sent_at is not None:
+            due = max(0.0, self._interrupt_sent_at + INTERRUPT_REPEAT - time.monotonic())
+            timeout = due if timeout is None else min(timeout, due)
+        return timeout
+
+    def _repeat_interrupt(self) -> None:
+        """Send the interrupt again if the code still runs ``INTERRUPT_REPEAT`` s after it."""
+        sent_at = self._interrupt_sent_at
+        if sent_at is not None and time.monotonic() >= sent_at + INTERRUPT_REPEAT:
+            self._signal_group()
 
     def _clear_wakeup(self, ready: list[int]) -> None:
         if self._wake_read in ready:  # the signal handler has run (or runs now)
@@ -269,6 +288,7 @@ class PipeSession:
                 yield Output(stream.name, text)
 
     def _signal_group(self) -> None:
+        self._interrupt_sent_at = time.monotonic()
         if self._process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._process.pid, signal.SIGINT)

@@ -11,6 +11,8 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from support.kernel_testing import KERNELS, KernelDriver, running_kernel
 
+from lmc.computer import Computer
+
 pytestmark = [
     pytest.mark.timeout(120),
     pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
@@ -135,6 +137,25 @@ def test_interrupt_abandons_a_pending_await(node: KernelDriver) -> None:
     assert run.errors[0]["ename"] == "KeyboardInterrupt"
     assert "no" not in run.text()
     assert node.run("kept.length").results == ["10"]
+
+
+def test_an_interrupt_right_after_the_first_output_is_not_lost(computer: Computer) -> None:
+    # The SIGINT lands as `console.log` ends its statement, where node's breakOnSigint
+    # watchdog drops it; lost, the run waited out the grace time and the kernel was restarted.
+    list(computer.run("javascript", "var survivor = 'still here'"))
+    chunks = []
+    for chunk in computer.run(
+        "javascript", "console.log('first'); await new Promise(r => setTimeout(r, 30000))"
+    ):
+        chunks.append(chunk)
+        if chunk.get("format") == "output" and "first" in str(chunk.get("content")):
+            computer.interrupt()
+    text = "".join(str(c["content"]) for c in chunks if c.get("format") == "output")
+    assert "KeyboardInterrupt" in text or "interrupted" in text
+    assert "restarted" not in text
+    assert [
+        c["content"] for c in computer.run("javascript", "survivor") if c.get("format") == "output"
+    ] == ["'still here'\n"]
 
 
 def test_builtin_modules_require_and_import(node: KernelDriver) -> None:
