@@ -142,7 +142,9 @@ def test_step_limit_from_config_file(
     path = replay(code("1 + 1"))
     result = _run(lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "-y", "add")
     assert result.exit_code == 3
-    assert result.stderr.startswith("lmc: no final answer: Stopped after 1 tool calls")
+    first = "lmc: no final answer: Stopped at the step limit: 1 tool call in one message"
+    assert result.stderr.startswith(first)
+    assert "--max-steps N" in result.stderr
     assert len(result.stderr.splitlines()) == 1
 
 
