@@ -82,6 +82,11 @@ class Settings:
     workdir: str | None = None
     #: The faster-whisper model that hears audio messages (None: faster-whisper "base").
     stt_model: str | None = None
+    # -- issue 19 (terminal helper): approval rules and the person's python ------------------
+    #: Approval rules kept in the config (``[approve] allow = [...]``, lmc.agent.approvals).
+    approve_allow: tuple[str, ...] = ()
+    #: The interpreter whose environment runs the python kernel (None: lmc's own).
+    python: str | None = None
     #: Where the values came from, for ``lmc doctor`` (key -> "default", "file", ...).
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -166,9 +171,24 @@ def _as_paths(key: str, value: object) -> tuple[str, ...]:
     raise ConfigError(f"{key} must be a list of paths, not {value!r}")
 
 
+def _as_rules(key: str, value: object) -> tuple[str, ...]:
+    """Approval rules (issue 19): each one must parse, so a typo is reported when read."""
+    from lmc.agent.approvals import parse_rule
+
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f'{key} must be a list of rules, such as ["git status", "python"]')
+    for text in value:
+        try:
+            parse_rule(text)
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc}") from exc
+    return tuple(value)
+
+
 #: Tables that hold settings (``[sandbox]``), not profiles: table key -> setting.
 _SECTIONS: Final[Mapping[str, Mapping[str, str]]] = {
     "sandbox": {"mode": "sandbox", "network": "network", "hide": "sandbox_hide"},
+    "approve": {"allow": "approve_allow"},  # issue 19 (terminal helper)
 }
 
 
@@ -212,6 +232,9 @@ _CONVERTERS: Final[Mapping[str, Callable[[str, object], Any]]] = {
     "sandbox_hide": _as_paths,
     "workdir": _optional(_as_str),
     "stt_model": _optional(_as_str),
+    # issue 19 (terminal helper)
+    "approve_allow": _as_rules,
+    "python": _optional(_as_str),
 }
 
 KEYS: Final = tuple(_CONVERTERS)

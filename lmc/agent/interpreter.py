@@ -23,6 +23,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from lmc.agent.approvals import Answer
 from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Interpreter"]
 
-Confirm = Callable[[dict[str, Any]], "bool | str"]
+Confirm = Callable[[dict[str, Any]], Answer]
 
 
 class Interpreter:
@@ -389,7 +390,7 @@ class Interpreter:
                 raise LmcError("this Interpreter is already in a chat; one turn at a time") from exc
 
     def _decider(self, confirm: Confirm | None, stream: bool, renderer: Renderer | None) -> Decide:
-        def decide(block: dict[str, Any]) -> bool | str:
+        def decide(block: dict[str, Any]) -> Answer:
             if self.auto_run:
                 return True
             if confirm is not None:
@@ -398,7 +399,7 @@ class Interpreter:
                 return True  # the consumer asked for the next chunk: that is the consent
             ask = getattr(renderer, "confirm", None)
             if ask is not None:
-                answer: bool | str = ask(block)
+                answer: Answer = ask(block)
                 return answer
             return False  # nobody to ask: nothing runs
 

@@ -13,37 +13,31 @@ from lmc.cli.session import (
     run_turn,
 )
 from lmc.cli.streams import stdin_lines
-from lmc.config import Settings, data_dir
+from lmc.config import Settings, config_path, data_dir
 from lmc.errors import LmcError
-from lmc.terminal.confirm import Asker, Confirmer
+from lmc.terminal.confirm import Confirmer, NoTerminalError
+from lmc.terminal.question import Terminal
 from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
-__all__ = ["chat", "load_with_spinner", "stdin_asker"]
+__all__ = ["chat", "load_with_spinner", "make_confirmer"]
 
 
-def stdin_asker(output: Output) -> Asker | None:
-    """Ask on the terminal when standard input is one; None when there is nobody to ask."""
-    if not sys.stdin.isatty():
-        return None
-    if output.mode == "rich" and output.console is not None:
-        console = output.console
-        from rich.text import Text
+def make_confirmer(output: Output, settings: Settings, terminal: Terminal | None) -> Confirmer:
+    """The confirmer for a command: asks on ``terminal`` (None: nobody to ask), with the
+    approval rules of the config, and saves rules the person keeps forever there."""
+    from lmc.agent.approvals import Approvals
+    from lmc.terminal.saved_rules import save_rule
 
-        def ask_rich(question: str) -> str:
-            return str(console.input(Text(question, style="bold yellow")))
-
-        return ask_rich
-
-    def ask_plain(question: str) -> str:
-        target = sys.stderr if output.mode == "json" else sys.stdout
-        target.write(question)
-        target.flush()
-        line = next(stdin_lines(), "")
-        if not line:
-            raise EOFError
-        return line
-
-    return ask_plain
+    path = config_path()
+    return Confirmer(
+        auto_run=settings.auto_run,
+        ask=None,
+        terminal=terminal,
+        say=terminal.say if terminal is not None else output.say,
+        screen=None if output.mode == "json" else output.renderer,
+        approvals=Approvals.from_config(settings.approve_allow),
+        save_rule=lambda text: save_rule(path, text),
+    )
 
 
 def load_with_spinner(interpreter: Any, output: Output, settings: Settings) -> None:
@@ -73,6 +67,8 @@ def _json_chat(interpreter: Any, output: Output, confirmer: Confirmer, settings:
             continue
         try:
             run_turn(interpreter, line.rstrip("\n"), output, confirmer)
+        except NoTerminalError as exc:  # nobody can say yes: stop, do not decline silently
+            return report(exc, verbose=settings.verbose)
         except LmcError as exc:
             report(exc, verbose=settings.verbose)
     return 0
@@ -102,14 +98,25 @@ def chat(options: SharedOptions) -> int:
 
 
 def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool) -> int:
+    terminal = Terminal.open()
+    try:
+        return _chat_on(interpreter, output, settings, terminal, resumed=resumed)
+    finally:
+        if terminal is not None:
+            terminal.close()
+
+
+def _chat_on(
+    interpreter: Any,
+    output: Output,
+    settings: Settings,
+    terminal: Terminal | None,
+    *,
+    resumed: bool,
+) -> int:
     from lmc.terminal.magic import ChatState
 
-    confirmer = Confirmer(
-        auto_run=settings.auto_run,
-        ask=stdin_asker(output),
-        say=output.say,
-        screen=None if output.mode == "json" else output.renderer,
-    )
+    confirmer = make_confirmer(output, settings, terminal)
     load_with_spinner(interpreter, output, settings)
     if output.mode == "json":
         return _json_chat(interpreter, output, confirmer, settings)
@@ -119,7 +126,9 @@ def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool
     from lmc.terminal.tty import no_control_echo
 
     prompt = ChatInput(data_dir() / "prompt_history")
-    state = ChatState(interpreter, confirmer, output.say, verbose=settings.verbose)
+    state = ChatState(
+        interpreter, confirmer, output.say, verbose=settings.verbose, renderer=output.renderer
+    )
     output.say("type a message · %help for commands · Ctrl-D to quit")
     if prompt.problem is not None:
         output.say(prompt.problem)

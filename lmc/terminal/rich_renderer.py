@@ -223,12 +223,11 @@ class RichRenderer(BlockRenderer):
             self._spinning = True
 
     def pause(self) -> None:
-        """Freeze the screen before a question: print the code being asked about."""
-        if self._code is not None and not self._code.code_printed and not self._code.running:
-            self._print(self._code.code_panel())
+        """Freeze the screen before a question; the confirm view then shows the code (with
+        line numbers, head and tail), so it is not printed here a second time."""
+        if self._code is not None and not self._code.running:
             self._code.code_printed = True
-        else:
-            self._stop_live()
+        self._stop_live()
 
     def edited(self, code: str) -> None:
         """The person edited the code before running it: show (and highlight) the new code."""
