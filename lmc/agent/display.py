@@ -11,10 +11,10 @@ program (it is never read, so never closed, here). The CLI asks through the same
 
 from __future__ import annotations
 
+import io
 import os
 import sys
-from pathlib import Path
-from typing import Any, Protocol, TextIO, runtime_checkable
+from typing import Any, Protocol, TextIO, cast, runtime_checkable
 
 from lmc.agent.approvals import Answer, Declined
 from lmc.messages import Chunk
@@ -31,9 +31,13 @@ def open_terminal() -> TextIO | None:
     if not any(_isatty(stream) for stream in (sys.stdin, sys.stderr)):
         return None
     try:
-        return Path(os.ctermid()).open("r+", encoding="utf-8", errors="replace")
+        fd = os.open(os.ctermid(), os.O_RDWR | os.O_NOCTTY)
     except OSError:
         return None
+    # A terminal cannot seek, so "r+" (a BufferedRandom) is refused: read and write apart.
+    pair = io.BufferedRWPair(io.FileIO(fd, "r", closefd=False), io.FileIO(fd, "w"))
+    buffer = cast("io.BufferedRandom", pair)  # the reading and writing TextIOWrapper needs
+    return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace", line_buffering=True)
 
 
 def _isatty(stream: object) -> bool:

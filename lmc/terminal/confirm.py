@@ -162,6 +162,10 @@ class Confirmer:
                 self.say("no answer: the code was not run")
                 return False
             word, _, rest = reply.partition(" ")
+            if word.lower() in ("v", "view"):
+                if self.terminal is not None:
+                    self.terminal.page(code)  # then the same question again
+                continue
             answer = self._answer(word.lower(), rest.strip(), block, language, code)
             if answer is not None:
                 return answer
@@ -182,10 +186,6 @@ class Confirmer:
             return True
         if word in ("r", "rule"):
             return True if self._add_rule(block, code) else None
-        if word in ("v", "view"):
-            if self.terminal is not None:
-                self.terminal.page(code)
-            return None
         if word in ("e", "edit"):
             return self._edited(language, code)
         return None

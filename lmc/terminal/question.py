@@ -73,17 +73,19 @@ class Terminal:
         )
         if command:
             try:
-                subprocess.run(
-                    command,
-                    input=text,
-                    text=True,
-                    stdout=self.stream,
-                    stderr=self.stream,
-                    check=False,
-                )
-                return
+                fd = os.open(os.ctermid(), os.O_WRONLY | os.O_NOCTTY)
             except OSError:
-                pass
+                fd = -1
+            if fd >= 0:
+                try:
+                    subprocess.run(
+                        command, input=text, text=True, stdout=fd, stderr=fd, check=False
+                    )
+                    return
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
         self.stream.write(text if text.endswith("\n") else text + "\n")
         self.stream.flush()
 

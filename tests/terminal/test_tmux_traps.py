@@ -1,0 +1,140 @@
+"""Issue 19's traps, each in a real 80x24 terminal (tmux): questions on the terminal with
+stdout redirected, the plain display keeping stdin open, the confirm view of a tall block,
+reasons and rules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support.replay import write_replay
+from support.tmux import lmc_env, start
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def _code(source: str) -> str:
+    return f"<|channel|>analysis to=python code<|message|>{source}<|call|>"
+
+
+def _final(text: str) -> str:
+    return f"<|channel|>final<|message|>{text}<|return|>"
+
+
+def test_redirected_stdout_gets_the_answer_and_the_question_stays_on_the_terminal(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    replay = write_replay(
+        tmp_path / "r.txt", [_code("print('made', 6 * 7)"), _final("The answer is 42.")]
+    )
+    args = ["run", "-m", str(tiny_model), "--replay", str(replay), "compute it"]
+    pane, work = start(tmp_path, args, redirect="> answer.txt")
+    try:
+        pane.wait_for(r"Run this code\?")
+        screen = pane.screen()
+        assert "python · 1 line" in screen and "print('made', 6 * 7)" in screen
+        pane.type_line("y")
+        pane.wait_for("LMC-EXITED rc=0")
+        answer = (work / "answer.txt").read_text()
+        assert "The answer is 42." in answer and "made 42" in answer
+        assert "Run this code" not in answer  # the question never went to stdout
+    finally:
+        pane.kill()
+
+
+def test_the_plain_display_keeps_stdin_open_for_the_next_block_and_prompt(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    replay = write_replay(
+        tmp_path / "r.txt",
+        [_code("print('one')"), _code("print('two')"), _final("Both ran."), _final("Again.")],
+    )
+    env = lmc_env(tmp_path, NO_COLOR="1", TERM="dumb")
+    pane, _ = start(tmp_path, ["-m", str(tiny_model), "--replay", str(replay)], env=env)
+    try:
+        pane.wait_for(r"^>\s*$")
+        pane.type_line("run two blocks")
+        pane.wait_for(r"Run this code\?")
+        pane.type_line("y")
+        mark = pane.mark()
+        pane.wait_for(r"Run this code\?", after=mark)
+        pane.type_line("y")
+        pane.wait_for(r"Both ran\.[\s\S]*^>\s*$")
+        pane.type_line("once more")
+        pane.wait_for(r"Again\.[\s\S]*^>\s*$")
+        screen = pane.screen()
+        assert "closed file" not in screen and "bug in lmc" not in screen
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0")
+    finally:
+        pane.kill()
+
+
+def test_a_tall_block_shows_head_tail_and_count_and_v_pages_it_whole(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    lines = "\n".join(f"x{i} = {i}" for i in range(1, 66))  # 65 lines
+    replay = write_replay(tmp_path / "r.txt", [_code(lines), _final("Fine, not run.")])
+    env = lmc_env(tmp_path, PAGER="less")
+    pane, work = start(tmp_path, ["-m", str(tiny_model), "--replay", str(replay)], env=env)
+    try:
+        pane.wait_for(r"^>\s*$")
+        pane.type_line("assign many")
+        pane.wait_for(r"Run this code\?")
+        visible = pane.screen(history=False)
+        assert "python · 65 lines" in visible
+        assert "x1 = 1" in visible and "x65 = 65" in visible  # head and tail
+        hidden = 65 - sum(f"x{i} = {i}" in visible for i in range(1, 66))
+        assert f"{hidden} more lines (v shows them all)" in visible
+        assert "x33 = 33" not in visible
+        assert visible.rstrip().splitlines()[-1].startswith("Run this code?")  # on screen
+        pane.type_line("v")  # the pager shows the whole block from its first line
+        pane.wait_for(r"^x1 = 1$")
+        pane.send("/x33")
+        pane.send("Enter")
+        pane.wait_for(r"^x33 = 33$")
+        pane.send("q")
+        pane.wait_for(r"Run this code\?[^\n]*\n[\s\S]*Run this code\?")  # asked again
+        pane.type_line("n")
+        pane.wait_for(r"Why not\?")
+        pane.type_line("too long to check")
+        pane.wait_for(r"Fine, not run\.[\s\S]*^>\s*$")
+        pane.type_line("%save saved.json")
+        pane.wait_for(r"saved \d+ messages")
+        messages = json.loads((work / "saved.json").read_text())
+        outputs = [m["content"] for m in messages if m.get("format") == "output"]
+        assert outputs == ["The user declined to run this code. Their reason: too long to check\n"]
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0")
+    finally:
+        pane.kill()
+
+
+def test_all_approves_the_rest_of_this_kind_and_approvals_lists_it(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    replay = write_replay(
+        tmp_path / "r.txt",
+        [_code("print('first')"), _code("print('second')"), _final("Ran both.")],
+    )
+    pane, _ = start(tmp_path, ["-m", str(tiny_model), "--replay", str(replay)])
+    try:
+        pane.wait_for(r"^>\s*$")
+        pane.type_line("two blocks")
+        pane.wait_for(r"Run this code\?")
+        pane.type_line("a")
+        pane.wait_for(r"Ran both\.[\s\S]*^>\s*$")
+        screen = pane.screen()
+        assert screen.count("Run this code?") == 1  # the second python block was not asked
+        assert "second" in screen
+        mark = pane.mark()
+        pane.type_line("%approvals")
+        pane.wait_for(r"1\. every python block \(this session\)", after=mark)
+        pane.type_line("%approvals remove 1")
+        pane.wait_for(r"removed: every python block", after=mark)
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0")
+    finally:
+        pane.kill()
