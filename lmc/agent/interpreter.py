@@ -286,10 +286,13 @@ class Interpreter:
         self._conversation_id = self.store.resolve(conversation_id)
         stored = self.store.load_stored(self._conversation_id)
         self._loop.transcript.entries[:] = [Entry(s.message, s.harmony) for s in stored]
-        note = result_for_dangling_call(self._loop.transcript.entries)
-        if note is not None:
-            self._loop.transcript.entries.append(note)
-            self._record(note)
+        from lmc.agent.resume import resume_note
+
+        entries = self._loop.transcript.entries
+        for note in (result_for_dangling_call(entries), resume_note(entries)):
+            if note is not None:
+                entries.append(note)
+                self._record(note)
 
     def _record(self, entry: Entry) -> None:
         if self._conversation_id is None:

@@ -54,8 +54,18 @@ def load_with_spinner(interpreter: Any, output: Output, settings: Settings) -> N
             sys.stderr.write(f"lmc: context: {reason}\n")
 
 
+#: Messages a resumed chat shows (the whole transcript is `lmc history show ID`).
+RESUME_SHOWN = 6
+
+
 def _replay_history(interpreter: Any, output: Output) -> None:
-    for message in list(interpreter.messages):
+    """Show where the resumed conversation stands: its last few messages, not all of it."""
+    messages = list(interpreter.messages)
+    earlier = len(messages) - RESUME_SHOWN
+    if earlier > 0:
+        ident = interpreter.conversation_id
+        output.say(f"… {earlier} earlier messages (lmc history show {ident} shows them all)")
+    for message in messages[-RESUME_SHOWN:]:
         output.renderer.feed(message)
     output.renderer.close()
 

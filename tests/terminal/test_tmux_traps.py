@@ -5,7 +5,10 @@ reasons and rules."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,6 +137,36 @@ def test_all_approves_the_rest_of_this_kind_and_approvals_lists_it(
         pane.wait_for(r"1\. every python block \(this session\)", after=mark)
         pane.type_line("%approvals remove 1")
         pane.wait_for(r"removed: every python block", after=mark)
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0")
+    finally:
+        pane.kill()
+
+
+def test_resume_shows_the_last_messages_and_says_the_kernels_are_fresh(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    env = lmc_env(tmp_path, NO_COLOR="1")
+    for prompt, answer in (("first question", "One."), ("second question", "Two.")):
+        replay = write_replay(tmp_path / f"{answer}.txt", [_code("x = 41"), _final(answer)])
+        resume = ["--resume"] if answer == "Two." else []
+        args = ["run", "-y", "-m", str(tiny_model), "--replay", str(replay), prompt, *resume]
+        done = subprocess.run(
+            [sys.executable, "-m", "lmc", *args],
+            env={"PATH": "/usr/bin:/bin", **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    replay = write_replay(tmp_path / "chat.txt", [_final("Three.")])
+    pane, _ = start(tmp_path, ["-m", str(tiny_model), "--replay", str(replay), "--resume"])
+    try:
+        screen = pane.wait_for(r"^>\s*$")
+        assert re.search(r"… \d+ earlier messages \(lmc history show \S+ shows them all\)", screen)
+        assert "first question" not in screen  # not the whole transcript
+        assert "Two." in screen and "python kernel is fresh" in screen
         pane.send("C-d")
         pane.wait_for("LMC-EXITED rc=0")
     finally:
