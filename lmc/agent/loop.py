@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from lmc.agent.approvals import Answer, Decision, decision_of, refusal_text
 from lmc.agent.history import Entry, Transcript, tool_result_harmony
@@ -83,10 +83,14 @@ class _Outcome:
     problems: list[str] = field(default_factory=list)
 
 
+#: How the note that ends a turn at the step limit begins (the chat offers to go on).
+STEP_LIMIT: Final = "Stopped at the step limit"
+
+
 def step_limit_note(calls: int) -> str:
     """Why a turn stopped at the step limit, naming the limit and how to raise it."""
     return (
-        f"Stopped at the step limit: {calls} tool call{'s' if calls != 1 else ''} in one "
+        f"{STEP_LIMIT}: {calls} tool call{'s' if calls != 1 else ''} in one "
         "message (max_steps). "
         "Say 'continue' to let the model go on, or raise the limit with --max-steps N "
         "(config: max_steps)."

@@ -21,6 +21,7 @@ from lmc.cli.options import (
     ContextOpt,
     GpuLayersOpt,
     JsonOpt,
+    MaxStepsOpt,
     MaxTokensOpt,
     McpOpt,
     ModelOpt,
@@ -131,6 +132,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     network: NetworkOpt = None,
     workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
+    max_steps: MaxStepsOpt = None,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
@@ -160,6 +162,7 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
         network=network,
         workdir=workdir,
         stt_model=stt_model,
+        max_steps=max_steps,
     )
     if ctx.invoked_subcommand is not None:
         ctx.obj = options
@@ -207,6 +210,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
     network: NetworkOpt = None,
     workdir: WorkdirOpt = None,
     stt_model: SttModelOpt = None,
+    max_steps: MaxStepsOpt = None,
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
     options = _shared(
@@ -234,6 +238,7 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             network=network,
             workdir=workdir,
             stt_model=stt_model,
+            max_steps=max_steps,
         ),
     )
     from lmc.cli.oneshot import run_once

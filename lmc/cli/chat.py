@@ -148,19 +148,27 @@ def _chat_on(
 
 
 def _loop(prompt: Any, interpreter: Any, output: Output, confirmer: Confirmer, state: Any) -> None:
+    from lmc.agent.loop import STEP_LIMIT
     from lmc.terminal.magic import is_magic, run_magic
 
+    go_on = False  # the last turn stopped at the step limit: Enter lets the model go on
     while True:
         line = prompt.read()
         if line is None:
             break
         if not line.strip():
-            continue
+            if not go_on:
+                continue
+            line = "continue"
+        go_on = False
         try:
             if is_magic(line):
                 run_magic(line, state)
             else:
-                run_turn(interpreter, line, output, confirmer)
+                turn = run_turn(interpreter, line, output, confirmer)
+                go_on = any(note.startswith(STEP_LIMIT) for note in turn.notes[-1:])
+                if go_on:
+                    output.say("press Enter to let the model go on (sends 'continue')")
         except Terminated:
             raise
         except KeyboardInterrupt:

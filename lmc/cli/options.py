@@ -193,6 +193,20 @@ SttModelOpt = Annotated[
 ]
 
 
+# -- issue 19 (terminal helper): the step limit, named where it stops a task -------------------
+MaxStepsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-steps",
+        metavar="N",
+        min=1,
+        help="Tool calls the model may make for one message before lmc stops it [default: 20].",
+        rich_help_panel=_SESSION,
+        show_default=False,
+    ),
+]
+
+
 McpOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -266,6 +280,7 @@ class SharedOptions:
     network: bool | None = None
     workdir: str | None = None
     stt_model: str | None = None
+    max_steps: int | None = None  # issue 19
 
     def flags(self) -> dict[str, object]:
         """The settings these flags set, for :func:`lmc.config.load_settings`."""
@@ -289,4 +304,5 @@ class SharedOptions:
             "network": self.network,
             "workdir": self.workdir,
             "stt_model": self.stt_model,
+            "max_steps": self.max_steps,  # issue 19
         }

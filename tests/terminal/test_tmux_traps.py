@@ -171,3 +171,24 @@ def test_resume_shows_the_last_messages_and_says_the_kernels_are_fresh(
         pane.wait_for("LMC-EXITED rc=0")
     finally:
         pane.kill()
+
+
+def test_at_the_step_limit_enter_lets_the_model_go_on(tiny_model: Path, tmp_path: Path) -> None:
+    replay = write_replay(
+        tmp_path / "r.txt",
+        [_code("print('step one')"), _final("All done.")],
+    )
+    args = ["-y", "--max-steps", "1", "-m", str(tiny_model), "--replay", str(replay)]
+    pane, _ = start(tmp_path, args)
+    try:
+        pane.wait_for(r"^>\s*$")
+        pane.type_line("work")
+        screen = pane.wait_for(r"press Enter to let the model go on[\s\S]*^>\s*$")
+        assert "Stopped at the step limit" in screen and "--max-steps" in screen
+        mark = pane.mark()
+        pane.send("Enter")  # one key
+        pane.wait_for(r"All done\.", after=mark)
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0")
+    finally:
+        pane.kill()
