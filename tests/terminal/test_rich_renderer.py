@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import time
 from pathlib import Path
 
@@ -238,3 +239,35 @@ def test_interrupted_keeps_what_was_shown() -> None:
     text = strip_ansi(out.getvalue())
     assert "zzz" in text and "⏹ interrupted" in text
     assert renderer._live is None  # no live region left behind
+
+
+def test_hidden_reasoning_is_a_live_status_line_then_a_one_line_summary() -> None:
+    from lmc.terminal.rich_renderer import _TextView, _Thinking
+
+    now = [100.0]
+    view = _TextView("reasoning")
+    thinking = _Thinking(view, clock=lambda: now[0])
+    view.parts.append("Let me think about the sum.\nFirst add the tens")
+    now[0] = 112.4
+    assert thinking.line() == "thinking 12s · Let me think about the sum."  # complete lines
+    view.parts.append(".\n")
+    assert thinking.line() == "thinking 12s · First add the tens."
+    console, out = _console(width=40)
+    view.parts.append("x" * 200 + "\n")
+    console.print(thinking)
+    shown = strip_ansi(out.getvalue()).strip().splitlines()
+    assert len(shown) == 1 and shown[0].endswith("…")  # one line, cut to the width
+
+    console, out = _console()
+    renderer = RichRenderer(console)
+    for chunk in (
+        {"role": "assistant", "type": "reasoning", "start": True},
+        {"role": "assistant", "type": "reasoning", "content": "secret musings"},
+        {"role": "assistant", "type": "reasoning", "end": True},
+        {"role": "assistant", "type": "message", "content": "answer"},
+    ):
+        renderer.feed(chunk)
+    renderer.close()
+    text = strip_ansi(out.getvalue())
+    assert re.search(r"thought for \d+s \(%reasoning show shows it\)", text)
+    assert "secret musings" not in text

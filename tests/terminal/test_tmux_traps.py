@@ -192,3 +192,30 @@ def test_at_the_step_limit_enter_lets_the_model_go_on(tiny_model: Path, tmp_path
         pane.wait_for("LMC-EXITED rc=0")
     finally:
         pane.kill()
+
+
+def test_reasoning_folds_to_one_line_and_reasoning_show_expands_it(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    thought = "<|channel|>analysis<|message|>Add the tens first.\nThen the ones.<|end|>"
+    thought += "<|start|>assistant<|channel|>final<|message|>{}<|return|>"
+    replay = write_replay(
+        tmp_path / "r.txt", [thought.format("Forty-two."), thought.format("Forty-three.")]
+    )
+    pane, _ = start(tmp_path, ["-m", str(tiny_model), "--replay", str(replay)])
+    try:
+        pane.wait_for(r"^>\s*$")
+        pane.type_line("sum it")
+        screen = pane.wait_for(r"thought for \d+s \(%reasoning show shows it\)[\s\S]*Forty-two\.")
+        assert "Add the tens first." not in screen
+        mark = pane.mark()
+        pane.type_line("%reasoning")
+        pane.wait_for(r"reasoning: hide", after=mark)
+        pane.type_line("%reasoning show")
+        pane.wait_for(r"reasoning: show", after=mark)
+        pane.type_line("again")
+        pane.wait_for(r"Add the tens first\.[\s\S]*Forty-three\.", after=mark)
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0")
+    finally:
+        pane.kill()
