@@ -65,13 +65,37 @@ def check_languages() -> list[tuple[str, bool, str]]:
     return results
 
 
+def gguf_problem(path: Path) -> str | None:
+    """Why ``path`` is not a GGUF model that opens (None: it is): the magic, then the metadata
+    lmc reads from it (a corrupt file fails here in one line, not deep in a backend)."""
+    from lmc.backends._context import read_shape
+
+    try:
+        with path.open("rb") as stream:
+            magic = stream.read(4)
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror or exc}"
+    if magic != b"GGUF":
+        return "not a GGUF model file"
+    try:
+        shape = read_shape(path)
+    except (ValueError, OverflowError, MemoryError, OSError) as exc:
+        return f"a corrupt GGUF file: {type(exc).__name__}: {exc}".rstrip(": ")
+    if shape.layers <= 0 or shape.trained_context <= 0:
+        return "a corrupt GGUF file: its metadata gives no layers or context"
+    return None
+
+
 def _model_line(model: str | None) -> tuple[bool, str]:
     from lmc.backends.resolve import DEFAULT_MODEL, HF_PREFIX, parse_hf_spec
 
     spec = model or DEFAULT_MODEL
     if not spec.startswith(HF_PREFIX):
         path = Path(spec).expanduser()
-        return path.is_file(), f"{path}" + ("" if path.is_file() else " (file not found)")
+        if not path.is_file():
+            return False, f"{path} (file not found)"
+        problem = gguf_problem(path)
+        return problem is None, f"{path}" + (f" ({problem})" if problem else "")
     try:
         repo, filename = parse_hf_spec(spec)
     except LmcError as exc:
@@ -188,6 +212,38 @@ def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     return [("stt model", True, f"{spec} ({where})")]
 
 
+def api_base_check(api_base: str) -> tuple[bool, str]:
+    """Whether ``api_base`` is an http(s) URL and a server answers there (any HTTP status)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(api_base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False, f"{api_base} is not a URL: write it as http://HOST:PORT/v1"
+    import httpx
+
+    try:
+        answer = httpx.get(api_base.rstrip("/") + "/models", timeout=5.0)
+    except httpx.HTTPError as exc:
+        return False, f"nothing answers at {api_base}: {exc or type(exc).__name__}"
+    return True, f"OpenAI-compatible server at {api_base} (answers: HTTP {answer.status_code})"
+
+
+def _local_model_lines(settings: Any, line: Any) -> int:
+    """The llama.cpp, model file and context lines; the number of failures among them."""
+    backend = _backend_lines()
+    for name, good, detail in backend:
+        line(name, good, detail)
+    good, detail = _model_line(settings.model)
+    line("model", good, detail)
+    if good:
+        line(
+            "context",
+            True,
+            _context_line(settings.model, settings.context_size, settings.gpu_layers),
+        )
+    return int(not backend[0][1]) + int(not good)
+
+
 def doctor(options: SharedOptions) -> int:
     try:
         settings = settings_for(options)
@@ -205,21 +261,12 @@ def doctor(options: SharedOptions) -> int:
         failures += name == "python" and not works
     out.write("model\n")
     if settings.api_base:
-        line("backend", True, f"OpenAI-compatible server at {settings.api_base}")
+        good, detail = api_base_check(settings.api_base)
+        line("backend", good, detail)
+        failures += not good
         line("model", True, settings.model or "the server's default model")
     else:
-        backend = _backend_lines()
-        for name, good, detail in backend:
-            line(name, good, detail)
-        failures += not backend[0][1]
-        good, detail = _model_line(settings.model)
-        line("model", good, detail)
-        failures += not good
-        line(
-            "context",
-            True,
-            _context_line(settings.model, settings.context_size, settings.gpu_layers),
-        )
+        failures += _local_model_lines(settings, line)
     if settings.mcp_servers:
         out.write("mcp\n")
         from lmc.cli.mcp_commands import server_statuses

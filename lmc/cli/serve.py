@@ -9,6 +9,7 @@ server on its own, in parallel. The token is printed with the URL, as Jupyter do
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import sys
@@ -24,6 +25,22 @@ TOKEN_VARIABLE = "LMC_SERVER_TOKEN"
 #: uvicorn's own frame limit, above the protocol's 50 MB so that the app answers an
 #: oversized frame with an error chunk instead of the socket closing.
 _WS_MAX_SIZE = 64 * 1024 * 1024
+
+
+_MAX_PORT = 65535
+#: What the server extra brings; uvicorn alone serves the page but no websocket.
+_SERVER_PARTS = ("starlette", "uvicorn", "websockets")
+
+
+def missing_server_parts() -> list[str]:
+    """The server extra's packages that cannot be imported here."""
+    missing = []
+    for name in _SERVER_PARTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
 
 
 def _err(text: str) -> None:
@@ -60,13 +77,20 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
             f"could run code here. Set {TOKEN_VARIABLE}, or listen on 127.0.0.1."
         )
         return EXIT_USAGE
-    try:
-        import uvicorn
-
-        from lmc.server.app import ServerConfig, create_app
-    except ImportError as exc:
-        _err(f'error: lmc serve needs the server extras ({exc.name}): pip install "lmc[server]"')
+    if not 0 <= port <= _MAX_PORT:
+        _err(f"error: --port must be a number from 0 to {_MAX_PORT}, not {port}")
+        return EXIT_USAGE
+    missing = missing_server_parts()
+    if missing:  # before any URL: without websockets the page would only ever reconnect
+        _err(
+            f"error: lmc serve needs the server extra (missing: {', '.join(missing)}): "
+            'pip install "lmc[server]"'
+        )
         return 1
+    import uvicorn
+
+    from lmc.server.app import ServerConfig, create_app
+
     verbose = options.verbose
     loader: Any = None
     try:
