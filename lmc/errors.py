@@ -16,14 +16,16 @@ boundary that calls them, with ``raise ... from exc``.
     │   └── SandboxUnavailableError  a sandbox was asked for and no working tool is here
     ├── InputError            what the person gave cannot be read (standard input not UTF-8)
     ├── StorageError          the conversation database failed
-    └── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
-        └── SpeechModelNotFoundError  no speech-to-text model, or it could not be downloaded
+    ├── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
+    │   └── SpeechModelNotFoundError  no speech-to-text model, or it could not be downloaded
+    └── BrowserError          the browser tool could not search or open a page
 """
 
 from __future__ import annotations
 
 __all__ = [
     "BackendError",
+    "BrowserError",
     "ComputerError",
     "ConfigError",
     "ContextOverflowError",
@@ -109,3 +111,7 @@ class VoiceError(LmcError):
 
 class SpeechModelNotFoundError(VoiceError):
     """No speech-to-text model was found, or it could not be downloaded."""
+
+
+class BrowserError(LmcError):
+    """The browser tool could not search or fetch a page; ``str()`` is what the model is told."""

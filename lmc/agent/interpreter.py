@@ -18,9 +18,8 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator
 from datetime import date
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from lmc.agent.approvals import Answer
@@ -30,10 +29,13 @@ from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
 from lmc.agent.storage import ConversationStore
 from lmc.agent.tools import argument_schemas, developer_message, system_message
 from lmc.backends.base import Backend, BackendConfig, SamplingSettings
-from lmc.errors import ConfigError, HarmonyError, LmcError
+from lmc.errors import ConfigError, LmcError
 from lmc.messages import Chunk, Message, validate_message
+from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
 
 if TYPE_CHECKING:
+    from lmc.agent.tool_calls import ExternalTools
+    from lmc.browser.tools import BrowserTools
     from lmc.computer import Computer
     from lmc.mcp.tools import McpTools
 
@@ -63,74 +65,54 @@ class Interpreter:
 
     def __init__(
         self,
+        settings: Settings | None = None,
+        /,
         *,
-        model: str | None = None,
-        api_base: str | None = None,
-        replay: str | Path | None = None,
-        auto_run: bool = False,
-        reasoning: str = "medium",
-        context_size: int | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        gpu_layers: int | None = None,
-        max_steps: int = 20,
         conversation_id: str | None = None,
-        db_path: str | Path | None = None,
-        instructions: str | None = None,
         renderer: Renderer | None = None,
         computer: Computer | ComputerLike | None = None,
         backend: Backend | None = None,
-        output_limit: int = 6_000,
-        verbose: bool = False,
-        mcp_servers: Mapping[str, Any] | None = None,
-        sandbox: str | None = None,
-        network: bool = False,
-        workdir: str | Path | None = None,
-        sandbox_hide: tuple[str, ...] | list[str] = (),
-        stt_model: str | None = None,
+        **options: Any,
     ) -> None:
-        if max_steps < 1:
-            raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigError(f"max_tokens must be at least 1, got {max_tokens}")
-        if output_limit < 100:
-            raise ConfigError(f"output_limit must be at least 100 characters, got {output_limit}")
-        try:
-            system_message(reasoning)
-        except HarmonyError as exc:
-            raise ConfigError(f"reasoning: {exc}") from exc
-        self.auto_run = auto_run
-        self.reasoning = reasoning
-        self.instructions = instructions
+        """``settings`` (see :class:`lmc.settings.Settings`), or the defaults, with any of its
+        options given as keywords named like their config key (``api_base=``, ``auto_run=``,
+        ``db_path=``, ...); every value is checked (:class:`ConfigError` on a bad one)."""
+        unknown = sorted(set(options) - SETTING_KEYS)
+        if unknown:
+            raise TypeError(f"Interpreter() got an unexpected keyword argument {unknown[0]!r}")
+        s = settings_with(checked(settings or Settings()), options)
+        #: The options this Interpreter was made with (checked).
+        self.settings = s
+        self.auto_run = s.auto_run
+        self.reasoning = s.reasoning
+        self.instructions = s.instructions
         self.renderer = renderer
         #: The speech-to-text model for audio messages (``--stt-model``; None: the default).
-        self.stt_model = stt_model
+        self.stt_model = s.stt_model
         self.config = BackendConfig(
-            model=model,
-            api_base=api_base,
-            replay=str(replay) if replay is not None else None,
-            context_size=context_size,
-            gpu_layers=gpu_layers,
-            seed=seed,
-            verbose=verbose,  # the backend's own logs (llama.cpp's) on stderr
+            model=s.model,
+            api_base=s.api_base,
+            replay=s.replay,
+            context_size=s.context_size,
+            gpu_layers=s.gpu_layers,
+            seed=s.seed,
+            verbose=s.verbose,  # the backend's own logs (llama.cpp's) on stderr
         )
         self._sandbox: dict[str, Any] = {
-            "sandbox": sandbox,
-            "network": network,
-            "workdir": workdir,
-            "hide": tuple(sandbox_hide),
+            "sandbox": s.sandbox,
+            "network": s.network,
+            "workdir": s.workdir,
+            "hide": s.sandbox_hide,
         }
-        if sandbox is not None and computer is None:
+        if s.sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy
 
-            resolve_policy(sandbox, network=network, workdir=workdir)  # fail now, not later
+            resolve_policy(s.sandbox, network=s.network, workdir=s.workdir)  # fail now
         self._backend = backend
         self._owns_backend = backend is None
         self._computer = computer
         self._owns_computer = computer is None
-        self._db_path = db_path
+        self._db_path = s.db_path
         self._store: ConversationStore | None = None
         self._conversation_id: str | None = None
         self._cancel = threading.Event()
@@ -139,7 +121,7 @@ class Interpreter:
         self._active: weakref.ref[Generator[Chunk, None, None]] | None = None
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
         self.tools: McpTools | None = None
-        if mcp_servers:
+        if s.mcp_servers:
             from lmc.mcp.config import McpServerConfig, parse_server
             from lmc.mcp.tools import McpTools
 
@@ -147,9 +129,12 @@ class Interpreter:
                 name: value
                 if isinstance(value, McpServerConfig)
                 else parse_server(name, value, "mcp_servers")
-                for name, value in mcp_servers.items()
+                for name, value in s.mcp_servers.items()
             }
             self.tools = McpTools(configs)
+        #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``), made when
+        #: the model is loaded or first prompted (see :meth:`_open_browser`).
+        self.browser_tools: BrowserTools | None = None
         self._loop = Loop(
             backend=self._get_backend,
             computer=lambda: self.computer,
@@ -157,18 +142,46 @@ class Interpreter:
             prefix=self._prefix,
             settings=LoopSettings(
                 sampling=SamplingSettings(
-                    temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed
+                    temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_tokens, seed=s.seed
                 ),
-                max_steps=max_steps,
-                output_limit=output_limit,
+                max_steps=s.max_steps,
+                output_limit=s.output_limit,
             ),
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
-            tools=self.tools,
+            tools=self._tool_set(),
         )
         if conversation_id is not None:
             self._resume(conversation_id)
+
+    def _count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` in this model: the browser sizes its views with it."""
+        return self.backend.count_tokens(text)
+
+    def _open_browser(self) -> None:
+        """Make the browser tool the settings ask for; ConfigError (one line) when its backend
+        is unusable (no URL, no key, not a folder), before the model is asked anything."""
+        s = self.settings
+        if s.browser is None or self.browser_tools is not None:
+            return
+        self.browser_tools = _browser_tools(
+            s.browser, s.browser_url, s.browser_allow_private, self._count_tokens
+        )
+        self._loop.tools = self._tool_set()
+
+    def _tool_set(self) -> ExternalTools | None:
+        """MCP servers' tools and the browser, as the loop sees them (None: neither)."""
+        providers: list[ExternalTools] = [
+            p for p in (self.tools, self.browser_tools) if p is not None
+        ]
+        if not providers:
+            return None
+        if len(providers) == 1:
+            return providers[0]
+        from lmc.agent.toolset import ToolSet
+
+        return ToolSet(providers)
 
     # -- the pieces, created when first needed ------------------------------------------------
 
@@ -176,6 +189,7 @@ class Interpreter:
         """Open the model now (it is otherwise opened by the first chat), e.g. under a spinner.
 
         MCP servers start in the background meanwhile."""
+        self._open_browser()
         if self.tools is not None:
             self.tools.start()
         self._get_backend()
@@ -312,10 +326,12 @@ class Interpreter:
         cwd = str(cwd) if cwd is not None else None
         extra = self.tools.descriptions() if self.tools is not None else []
         names = tuple(tool.name for tool in extra)
-        key = (date.today(), self.reasoning, self.instructions, cwd, names)
+        self._open_browser()
+        browser = self.browser_tools is not None
+        key = (date.today(), self.reasoning, self.instructions, cwd, names, browser)
         if self._prefix_cache is None or self._prefix_cache[0] != key:
             messages = [
-                system_message(self.reasoning),
+                system_message(self.reasoning, browser=browser),
                 developer_message(self.instructions, cwd, extra),
             ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
@@ -489,9 +505,26 @@ class Interpreter:
             self._store = None
         if self.tools is not None:
             self.tools.close()
+        if self.browser_tools is not None:
+            self.browser_tools.close()
 
     def __enter__(self) -> Interpreter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _browser_tools(
+    browser: str,
+    url: str | None,
+    allow_private: bool,
+    count_tokens: Callable[[str], int],
+) -> BrowserTools:
+    """The browser tool over the backend named (or given); ConfigError when unusable."""
+    from lmc.browser import make_backend
+    from lmc.browser.session import Browser
+    from lmc.browser.tools import BrowserTools
+
+    backend = make_backend(browser, url, allow_private=allow_private)
+    return BrowserTools(Browser(backend, count_tokens=count_tokens))

@@ -28,6 +28,7 @@ from lmc.harmony.conversation import (
     SystemContent,
     ToolDescription,
     ToolNamespaceConfig,
+    browser_tool_namespace,
     python_tool_namespace,
 )
 from lmc.harmony.json_string import CODE_FIELDS
@@ -102,12 +103,17 @@ def tool_names() -> list[str]:
     return ["python", *(f"functions.{lang}" for lang in function_languages())]
 
 
-def system_message(reasoning: str | ReasoningEffort, today: date | None = None) -> HarmonyMessage:
-    """Today's date, the reasoning effort and the built-in python tool."""
+def system_message(
+    reasoning: str | ReasoningEffort, today: date | None = None, *, browser: bool = False
+) -> HarmonyMessage:
+    """Today's date, the reasoning effort and the built-in tools: python, and with ``browser``
+    gpt-oss's browser, declared before python exactly as OpenAI's reference renders them."""
+    tools = {"browser": browser_tool_namespace()} if browser else {}
+    tools["python"] = python_tool_namespace(PYTHON_DESCRIPTION)
     content = SystemContent(
         reasoning_effort=ReasoningEffort.parse(reasoning),
         conversation_start_date=(today or date.today()).isoformat(),
-        tools={"python": python_tool_namespace(PYTHON_DESCRIPTION)},
+        tools=tools,
     )
     return HarmonyMessage("system", [content])
 

@@ -6,8 +6,6 @@ formatting, so ``lmc --help`` does not import rich either (scripts/bench_cli_sta
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import inspect
 from typing import Annotated, Any
 
@@ -16,32 +14,8 @@ import typer.core
 
 from lmc.cli.harmony_commands import harmony_app
 from lmc.cli.mcp_commands import mcp_app
-from lmc.cli.options import (
-    ApiBaseOpt,
-    ContextOpt,
-    GpuLayersOpt,
-    JsonOpt,
-    MaxStepsOpt,
-    MaxTokensOpt,
-    McpOpt,
-    ModelOpt,
-    NetworkOpt,
-    NoMcpOpt,
-    ProfileOpt,
-    ReasoningOpt,
-    ReplayOpt,
-    ResumeOpt,
-    SandboxOpt,
-    SeedOpt,
-    SharedOptions,
-    ShowReasoningOpt,
-    SttModelOpt,
-    TemperatureOpt,
-    TopPOpt,
-    VerboseOpt,
-    WorkdirOpt,
-    YesOpt,
-)
+from lmc.cli.options import SharedOptions, with_options
+from lmc.settings import BY_KEY
 
 
 class _Group(typer.core.TyperGroup):
@@ -88,82 +62,35 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def _shared(ctx: typer.Context, given: SharedOptions) -> SharedOptions:
+def _shared(ctx: typer.Context, given: dict[str, Any]) -> SharedOptions:
     """Options given to ``lmc`` before the subcommand fill in those the subcommand lacks."""
     outer = ctx.obj if isinstance(ctx.obj, SharedOptions) else None
-    if outer is None:
-        return given
-    merged = {
-        f.name: _given_or_outer(getattr(given, f.name), getattr(outer, f.name))
-        for f in dataclasses.fields(SharedOptions)
-    }
-    return SharedOptions(**merged)
+    return SharedOptions(**given).over(outer)
 
 
-def _given_or_outer(given: Any, outer: Any) -> Any:
-    """The subcommand's value, unless it is unset (None, or a switch left off)."""
-    if given is False and outer is None:  # --no-network: an explicit False
-        return given
-    return given or outer
+_CTX = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+
+
+def _keyword(name: str, default: Any, annotation: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+    )
+
+
+_VERSION = _keyword(
+    "version",
+    False,
+    Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ],
+)
 
 
 @app.callback(invoke_without_command=True)
-def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
-    ctx: typer.Context,
-    model: ModelOpt = None,
-    api_base: ApiBaseOpt = None,
-    replay: ReplayOpt = None,
-    yes: YesOpt = False,
-    reasoning: ReasoningOpt = None,
-    show_reasoning: ShowReasoningOpt = False,
-    context: ContextOpt = None,
-    max_tokens: MaxTokensOpt = None,
-    temperature: TemperatureOpt = None,
-    seed: SeedOpt = None,
-    gpu_layers: GpuLayersOpt = None,
-    json: JsonOpt = False,
-    resume: ResumeOpt = None,
-    profile: ProfileOpt = None,
-    verbose: VerboseOpt = False,
-    top_p: TopPOpt = None,
-    mcp: McpOpt = None,
-    no_mcp: NoMcpOpt = False,
-    sandbox: SandboxOpt = None,
-    network: NetworkOpt = None,
-    workdir: WorkdirOpt = None,
-    stt_model: SttModelOpt = None,
-    max_steps: MaxStepsOpt = None,
-    version: Annotated[
-        bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
-    ] = False,
-) -> None:
+@with_options("chat", before=[_CTX], after=[_VERSION])
+def chat_command(ctx: typer.Context, version: bool = False, **given: Any) -> None:
     """Chat with the model: it writes code, you confirm, it runs here. %help lists commands."""
-    options = SharedOptions(
-        model=model,
-        api_base=api_base,
-        replay=replay,
-        yes=yes,
-        reasoning=reasoning.value if reasoning else None,
-        show_reasoning=show_reasoning,
-        context=context,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        seed=seed,
-        gpu_layers=gpu_layers,
-        json=json,
-        resume=resume,
-        profile=profile,
-        verbose=verbose,
-        top_p=top_p,
-        mcp=tuple(mcp) if mcp else None,
-        no_mcp=no_mcp,
-        sandbox=sandbox.value if sandbox else None,
-        network=network,
-        workdir=workdir,
-        stt_model=stt_model,
-        max_steps=max_steps,
-    )
+    options = SharedOptions(**given)
     if ctx.invoked_subcommand is not None:
         ctx.obj = options
         return
@@ -172,14 +99,19 @@ def chat_command(  # noqa: PLR0917 - typer reads the options from the signature
     raise typer.Exit(chat(options))
 
 
-@app.command("run")
-def run_command(  # noqa: PLR0917 - typer reads the options from the signature
-    ctx: typer.Context,
-    prompt: Annotated[
+_PROMPT = inspect.Parameter(
+    "prompt",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    default=None,
+    annotation=Annotated[
         str | None,
         typer.Argument(help="What to ask. '-' or absent with piped input: read standard input."),
-    ] = None,
-    audio: Annotated[
+    ],
+)
+_AUDIO = _keyword(
+    "audio",
+    None,
+    Annotated[
         str | None,
         typer.Option(
             "--audio",
@@ -187,116 +119,49 @@ def run_command(  # noqa: PLR0917 - typer reads the options from the signature
             help="Ask with speech: a WAV file ('-': standard input), transcribed locally.",
             show_default=False,
         ),
-    ] = None,
-    model: ModelOpt = None,
-    api_base: ApiBaseOpt = None,
-    replay: ReplayOpt = None,
-    yes: YesOpt = False,
-    reasoning: ReasoningOpt = None,
-    show_reasoning: ShowReasoningOpt = False,
-    context: ContextOpt = None,
-    max_tokens: MaxTokensOpt = None,
-    temperature: TemperatureOpt = None,
-    seed: SeedOpt = None,
-    gpu_layers: GpuLayersOpt = None,
-    json: JsonOpt = False,
-    resume: ResumeOpt = None,
-    profile: ProfileOpt = None,
-    verbose: VerboseOpt = False,
-    top_p: TopPOpt = None,
-    mcp: McpOpt = None,
-    no_mcp: NoMcpOpt = False,
-    sandbox: SandboxOpt = None,
-    network: NetworkOpt = None,
-    workdir: WorkdirOpt = None,
-    stt_model: SttModelOpt = None,
-    max_steps: MaxStepsOpt = None,
+    ],
+)
+
+
+@app.command("run")
+@with_options("run", before=[_CTX, _PROMPT, _AUDIO])
+def run_command(
+    ctx: typer.Context, prompt: str | None = None, audio: str | None = None, **given: Any
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
-    options = _shared(
-        ctx,
-        SharedOptions(
-            model=model,
-            api_base=api_base,
-            replay=replay,
-            yes=yes,
-            reasoning=reasoning.value if reasoning else None,
-            show_reasoning=show_reasoning,
-            context=context,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            seed=seed,
-            gpu_layers=gpu_layers,
-            json=json,
-            resume=resume,
-            profile=profile,
-            verbose=verbose,
-            top_p=top_p,
-            mcp=tuple(mcp) if mcp else None,
-            no_mcp=no_mcp,
-            sandbox=sandbox.value if sandbox else None,
-            network=network,
-            workdir=workdir,
-            stt_model=stt_model,
-            max_steps=max_steps,
-        ),
-    )
     from lmc.cli.oneshot import run_once
 
-    raise typer.Exit(run_once(prompt, options, audio=audio))
+    raise typer.Exit(run_once(prompt, _shared(ctx, given), audio=audio))
 
 
-def _serve_command(ctx: typer.Context, host: str, port: int, **given: Any) -> None:
+_HOST = _keyword(
+    "host",
+    "127.0.0.1",
+    Annotated[
+        str,
+        typer.Option(
+            "--host",
+            metavar="ADDR",
+            help="Address to listen on (beyond loopback: only with LMC_SERVER_TOKEN set).",
+        ),
+    ],
+)
+_PORT = _keyword(
+    "port",
+    8000,
+    Annotated[int, typer.Option("--port", metavar="N", help="Port (0: any free one).")],
+)
+
+
+@app.command("serve")
+@with_options("serve", before=[_CTX, _HOST, _PORT])
+def serve_command(
+    ctx: typer.Context, host: str = "127.0.0.1", port: int = 8000, **given: Any
+) -> None:
     """Serve the agent over a websocket (Open Interpreter's protocol) and a chat page."""
-    fields = {f.name for f in dataclasses.fields(SharedOptions)}
-    values: dict[str, Any] = {
-        name: value.value
-        if isinstance(value, enum.Enum)
-        else tuple(value)
-        if isinstance(value, list)
-        else value
-        for name, value in given.items()
-        if name in fields
-    }
     from lmc.cli.serve import serve
 
-    raise typer.Exit(serve(_shared(ctx, SharedOptions(**values)), host, port))
-
-
-# `lmc serve` takes every model/session option of `lmc run` (options added to `run` later
-# come along), except those about one prompt's output.
-_serve_command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [
-        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
-        inspect.Parameter(
-            "host",
-            inspect.Parameter.KEYWORD_ONLY,
-            default="127.0.0.1",
-            annotation=Annotated[
-                str,
-                typer.Option(
-                    "--host",
-                    metavar="ADDR",
-                    help="Address to listen on (beyond loopback: only with LMC_SERVER_TOKEN set).",
-                ),
-            ],
-        ),
-        inspect.Parameter(
-            "port",
-            inspect.Parameter.KEYWORD_ONLY,
-            default=8000,
-            annotation=Annotated[
-                int, typer.Option("--port", metavar="N", help="Port (0: any free one).")
-            ],
-        ),
-        *(
-            parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-            for name, parameter in inspect.signature(run_command, eval_str=True).parameters.items()
-            if name not in ("ctx", "prompt", "audio", "json", "resume", "show_reasoning")
-        ),
-    ]
-)
-app.command("serve")(_serve_command)
+    raise typer.Exit(serve(_shared(ctx, given), host, port))
 
 
 _DB = typer.Option("--db", help="Conversation database (default: in the user data dir).")
@@ -324,7 +189,9 @@ def history_list(ctx: typer.Context) -> None:
 def history_show(
     ctx: typer.Context,
     conversation: Annotated[str, typer.Argument(help="Conversation id (or a unique prefix).")],
-    show_reasoning: ShowReasoningOpt = False,
+    show_reasoning: Annotated[
+        bool, typer.Option("--show-reasoning", help=BY_KEY["show_reasoning"].help)
+    ] = False,
 ) -> None:
     """Show a stored conversation as the chat showed it."""
     from lmc.cli.history import show_conversation
@@ -375,27 +242,13 @@ def models_command() -> None:
 
 
 @app.command("doctor")
-def doctor_command(  # noqa: PLR0917 - typer reads the options from the signature
-    model: ModelOpt = None,
-    api_base: ApiBaseOpt = None,
-    profile: ProfileOpt = None,
-    sandbox: SandboxOpt = None,
-    network: NetworkOpt = None,
-    workdir: WorkdirOpt = None,
-) -> None:
+@with_options("doctor")
+def doctor_command(**given: Any) -> None:
     """Check this machine: which languages run, which model and backend would be used, GPU,
     and the sandbox."""
     from lmc.cli.doctor import doctor
 
-    options = SharedOptions(
-        model=model,
-        api_base=api_base,
-        profile=profile,
-        sandbox=sandbox.value if sandbox else None,
-        network=network,
-        workdir=workdir,
-    )
-    raise typer.Exit(doctor(options))
+    raise typer.Exit(doctor(SharedOptions(**given)))
 
 
 def main() -> None:

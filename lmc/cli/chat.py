@@ -14,7 +14,7 @@ from lmc.cli.session import (
 )
 from lmc.cli.streams import stdin_lines
 from lmc.config import Settings, config_path, data_dir
-from lmc.errors import LmcError
+from lmc.errors import ConfigError, LmcError
 from lmc.terminal.confirm import Confirmer, NoTerminalError
 from lmc.terminal.question import Terminal
 from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
@@ -28,6 +28,10 @@ def make_confirmer(output: Output, settings: Settings, terminal: Terminal | None
     from lmc.agent.approvals import Approvals
     from lmc.terminal.saved_rules import save_rule
 
+    try:
+        approvals = Approvals.from_config(settings.approve_allow)
+    except ValueError as exc:
+        raise ConfigError(f"approve.allow: {exc}", hint="fix it in the config file") from exc
     path = config_path()
     return Confirmer(
         auto_run=settings.auto_run,
@@ -35,7 +39,7 @@ def make_confirmer(output: Output, settings: Settings, terminal: Terminal | None
         terminal=terminal,
         say=terminal.say if terminal is not None else output.say,
         screen=None if output.mode == "json" else output.renderer,
-        approvals=Approvals.from_config(settings.approve_allow),
+        approvals=approvals,
         save_rule=lambda text: save_rule(path, text),
     )
 

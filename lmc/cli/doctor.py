@@ -275,6 +275,13 @@ def doctor(options: SharedOptions) -> int:
             count = len(status.tools)
             tools = f"{count} tool{'s' if count != 1 else ''}"
             line(status.config.name, status.started, tools if status.started else str(status.error))
+    from lmc.browser.check import browser_lines
+
+    for name, good, detail in browser_lines(
+        settings.browser, settings.browser_url, settings.browser_allow_private
+    ):
+        line(name, good, detail)
+        failures += not good
     out.write("voice\n")
     for name, good, detail in _voice_lines(settings.stt_model):
         line(name, good, detail)

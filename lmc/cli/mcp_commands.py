@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from lmc.cli.options import McpOpt, ProfileOpt, VerboseOpt
+from lmc.cli.options import SharedOptions, with_options
 
 if TYPE_CHECKING:
     from lmc.config import Settings
@@ -37,13 +37,11 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-def list_servers(profile: str | None, names: list[str] | None) -> int:
-    from lmc.cli.options import SharedOptions
+def list_servers(options: SharedOptions) -> int:
     from lmc.cli.session import report, settings_for
     from lmc.config import config_path
     from lmc.errors import LmcError
 
-    options = SharedOptions(profile=profile, mcp=tuple(names) if names else None)
     try:
         settings = settings_for(options)
     except LmcError as exc:
@@ -71,28 +69,28 @@ def list_servers(profile: str | None, names: list[str] | None) -> int:
 
 
 @mcp_app.command("list")
-def list_command(
-    profile: ProfileOpt = None,
-    mcp: McpOpt = None,
-) -> None:
+@with_options("mcp list")
+def list_command(**given: Any) -> None:
     """Start each configured MCP server and list its tools (or why it did not start)."""
-    raise typer.Exit(list_servers(profile, mcp))
+    raise typer.Exit(list_servers(SharedOptions(**given)))
 
 
 @mcp_app.command("serve")
-def serve_command(profile: ProfileOpt = None, verbose: VerboseOpt = False) -> None:
+@with_options("mcp serve")
+def serve_command(**given: Any) -> None:
     """Serve lmc's kernels over MCP on stdio: tools run_code(language, code) and languages.
 
     Configure it in an MCP client as the command `lmc mcp serve`. Code runs as `lmc run`
     runs it (same settings, same sandbox), in kernels that keep their state for the session.
     """
-    from lmc.cli.options import SharedOptions
     from lmc.cli.session import make_interpreter, report, settings_for
     from lmc.errors import LmcError
     from lmc.mcp.serve import serve_stdio
 
+    options = SharedOptions(**given, no_mcp=True)
+    verbose = options.verbose
     try:
-        settings = settings_for(SharedOptions(profile=profile, verbose=verbose, no_mcp=True))
+        settings = settings_for(options)
     except LmcError as exc:
         raise typer.Exit(report(exc, verbose=verbose)) from None
 

@@ -1,308 +1,150 @@
-"""The options ``lmc`` (chat) and ``lmc run`` share, declared once.
+"""The typer options of each command, built from the option table (:mod:`lmc.settings`).
 
-Every option defaults to None so that "not given" is distinguishable and the config file and
-``LMC_*`` variables can supply the value (see :mod:`lmc.config`).
+Every option defaults to None, so that "not given" differs from ``0`` or ``--no-network``, and
+the config file and ``LMC_*`` variables can supply the value (see :mod:`lmc.config`). The
+values given travel as :class:`SharedOptions`, keyed by config key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Annotated
+import enum
+import functools
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any
 
 import typer
 
-__all__ = ["Reasoning", "SandboxMode", "SharedOptions"]
+from lmc.settings import BY_KEY, OPTIONS, Option
 
-_SESSION = "Session"
-_MODEL = "Model"
-_OUTPUT = "Output"
-_SANDBOX = "Sandbox"
+__all__ = ["SharedOptions", "command_parameters", "with_options"]
 
 
-class Reasoning(StrEnum):
-    low = "low"
-    medium = "medium"
-    high = "high"
+@functools.cache
+def _choice_type(key: str) -> type[enum.StrEnum]:
+    spec = BY_KEY[key]
+    return enum.StrEnum(key.title().replace("_", ""), {c: c for c in spec.choices})  # type: ignore[return-value]
 
 
-class SandboxMode(StrEnum):
-    off = "off"
-    workspace = "workspace"
-    read_only = "read-only"
+def _python_type(spec: Option) -> Any:
+    if spec.kind == "choice":
+        return _choice_type(spec.key)
+    if spec.kind == "names":
+        return list[str]
+    return {"int": int, "float": float, "bool": bool}.get(spec.kind, str)
 
 
-ModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--model",
-        "-m",
-        metavar="MODEL",
-        help="GGUF file, hf:REPO[:FILE], or a model name on --api-base.",
-        rich_help_panel=_MODEL,
+def _typer_option(spec: Option) -> Any:
+    decls = list(spec.flags)
+    if spec.off_flag is not None:
+        decls[0] = f"{decls[0]}/{spec.off_flag}"
+    extra: dict[str, Any] = {}
+    if spec.kind in ("int", "float"):
+        extra = {"min": spec.minimum, "max": spec.maximum}
+    if spec.kind == "choice":
+        extra = {"case_sensitive": False}
+    return typer.Option(
+        *decls,
+        metavar=spec.metavar,
+        help=spec.help,
+        rich_help_panel=spec.panel,
         show_default=False,
-    ),
-]
-ApiBaseOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--api-base",
-        metavar="URL",
-        help="Use an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1).",
-        rich_help_panel=_MODEL,
-        show_default=False,
-    ),
-]
-ReplayOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--replay",
-        metavar="FILE",
-        help="Replay recorded completions (a text file, one per line) through the model: "
-        "for tests and demos.",
-        rich_help_panel=_MODEL,
-        show_default=False,
-    ),
-]
-YesOpt = Annotated[
-    bool,
-    typer.Option("--yes", "-y", help="Run code without asking.", rich_help_panel=_SESSION),
-]
-ReasoningOpt = Annotated[
-    Reasoning | None,
-    typer.Option(
-        "--reasoning",
-        metavar="LEVEL",
-        help="Reasoning effort [default: medium].",
-        rich_help_panel=_MODEL,
-        show_default=False,
-        case_sensitive=False,
-    ),
-]
-ShowReasoningOpt = Annotated[
-    bool,
-    typer.Option(
-        "--show-reasoning", help="Show the model's chain of thought.", rich_help_panel=_OUTPUT
-    ),
-]
-ContextOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--context",
-        metavar="TOKENS",
-        help="Context window in tokens [default: the model's trained context, capped by "
-        "what its KV cache fits in free memory].",
-        rich_help_panel=_MODEL,
-        show_default=False,
-        min=256,
-    ),
-]
-MaxTokensOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-tokens",
-        metavar="TOKENS",
-        help="Most tokens per model reply.",
-        rich_help_panel=_MODEL,
-        show_default=False,
-        min=1,
-    ),
-]
-TemperatureOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--temperature",
-        metavar="T",
-        help="Sampling temperature [default: 1.0].",
-        rich_help_panel=_MODEL,
-        show_default=False,
-    ),
-]
-TopPOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--top-p",
-        metavar="P",
-        help="Nucleus sampling: keep the likeliest tokens up to this probability [default: 1.0].",
-        rich_help_panel=_MODEL,
-        show_default=False,
-        min=0.0,
-        max=1.0,
-    ),
-]
-SeedOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--seed", metavar="N", help="Sampling seed.", rich_help_panel=_MODEL, show_default=False
-    ),
-]
-GpuLayersOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--gpu-layers",
-        metavar="N",
-        help="Layers to offload to the GPU (-1: all) [default: all when there is a GPU].",
-        rich_help_panel=_MODEL,
-        show_default=False,
-    ),
-]
-JsonOpt = Annotated[
-    bool,
-    typer.Option(
-        "--json",
-        help="Write the LMC chunks as JSON lines to stdout, and nothing else.",
-        rich_help_panel=_OUTPUT,
-    ),
-]
-ResumeOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--resume",
-        metavar="ID",
-        help="Resume a stored conversation: ID (or a prefix); alone (last, or before another "
-        "option): the latest one.",
-        rich_help_panel=_SESSION,
-        show_default=False,
-    ),
-]
-ProfileOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--profile",
-        "-p",
-        metavar="NAME",
-        help="Use a named section of the config file.",
-        rich_help_panel=_SESSION,
-        show_default=False,
-    ),
-]
-VerboseOpt = Annotated[
-    bool,
-    typer.Option("--verbose", help="Show tracebacks and backend logs.", rich_help_panel=_OUTPUT),
-]
-SttModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--stt-model",
-        metavar="MODEL",
-        help="Speech-to-text model for audio: a faster-whisper directory, hf:REPO, or a size "
-        "name (tiny, base, small, ...) [default: base].",
-        rich_help_panel=_MODEL,
-        show_default=False,
-    ),
-]
+        **extra,
+    )
 
 
-# -- issue 19 (terminal helper): the step limit, named where it stops a task -------------------
-MaxStepsOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-steps",
-        metavar="N",
-        min=1,
-        help="Tool calls the model may make for one message before lmc stops it [default: 20].",
-        rich_help_panel=_SESSION,
-        show_default=False,
-    ),
-]
+def command_parameters(command: str) -> list[inspect.Parameter]:
+    """The keyword parameters (all defaulting to None) of the options ``command`` takes."""
+    return [
+        inspect.Parameter(
+            spec.key,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[_python_type(spec) | None, _typer_option(spec)],
+        )
+        for spec in OPTIONS
+        if command in spec.commands
+    ]
 
 
-McpOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--mcp",
-        metavar="NAME",
-        help="Use only this MCP server from the config (repeat for more).",
-        rich_help_panel=_SESSION,
-        show_default=False,
-    ),
-]
-NoMcpOpt = Annotated[
-    bool,
-    typer.Option("--no-mcp", help="Use no MCP server this run.", rich_help_panel=_SESSION),
-]
-SandboxOpt = Annotated[
-    SandboxMode | None,
-    typer.Option(
-        "--sandbox",
-        metavar="MODE",
-        help="Contain the code: workspace (write only in the working directory and /tmp), "
-        "read-only, or off [default: workspace where a sandbox works].",
-        rich_help_panel=_SANDBOX,
-        show_default=False,
-        case_sensitive=False,
-    ),
-]
-NetworkOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--network/--no-network",
-        help="Let sandboxed code use the network [default: no network].",
-        rich_help_panel=_SANDBOX,
-        show_default=False,
-    ),
-]
-WorkdirOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--workdir",
-        metavar="DIR",
-        help="Where code runs and may write [default: the current directory].",
-        rich_help_panel=_SANDBOX,
-        show_default=False,
-    ),
-]
+def with_options(
+    command: str, before: Iterable[inspect.Parameter] = (), after: Iterable[inspect.Parameter] = ()
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a ``**given`` function the signature typer reads: ``before``, the table's options
+    for ``command``, then ``after``."""
+
+    def decorate(function: Callable[..., None]) -> Callable[..., None]:
+        parameters = [*before, *command_parameters(command), *after]
+        function.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        return function
+
+    return decorate
 
 
-@dataclass(frozen=True, slots=True)
+def _plain(value: object) -> object:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
 class SharedOptions:
-    """The shared options as given on the command line (None: not given)."""
+    """The options given on one command line, by config key (a value left out is absent)."""
 
-    model: str | None = None
-    api_base: str | None = None
-    replay: str | None = None
-    yes: bool = False
-    reasoning: str | None = None
-    show_reasoning: bool = False
-    context: int | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    seed: int | None = None
-    gpu_layers: int | None = None
-    json: bool = False
-    resume: str | None = None
-    profile: str | None = None
-    verbose: bool = False
-    top_p: float | None = None
-    mcp: tuple[str, ...] | None = None
-    no_mcp: bool = False
-    sandbox: str | None = None
-    network: bool | None = None
-    workdir: str | None = None
-    stt_model: str | None = None
-    max_steps: int | None = None  # issue 19
+    __slots__ = ("given",)
+
+    def __init__(self, **given: object) -> None:
+        unknown = sorted(set(given) - set(BY_KEY))
+        if unknown:
+            raise TypeError(f"SharedOptions: no option {unknown[0]!r}")
+        self.given: dict[str, object] = {
+            key: _plain(value) for key, value in given.items() if value is not None
+        }
+
+    def __repr__(self) -> str:
+        return f"SharedOptions({self.given!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SharedOptions) and other.given == self.given
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def over(self, outer: SharedOptions | None) -> SharedOptions:
+        """These options, then those given before the subcommand (``lmc -y run``) for the rest.
+
+        Zero and false given here win: only an option left out takes the outer value."""
+        if outer is None:
+            return self
+        return SharedOptions(**{**outer.given, **self.given})
+
+    def get(self, key: str) -> Any:
+        return self.given.get(key)
+
+    @property
+    def json(self) -> bool:
+        return bool(self.given.get("json"))
+
+    @property
+    def resume(self) -> str | None:
+        value = self.given.get("resume")
+        return value if isinstance(value, str) else None
+
+    @property
+    def profile(self) -> str | None:
+        value = self.given.get("profile")
+        return value if isinstance(value, str) else None
+
+    @property
+    def verbose(self) -> bool:
+        return bool(self.given.get("verbose"))
 
     def flags(self) -> dict[str, object]:
-        """The settings these flags set, for :func:`lmc.config.load_settings`."""
-        return {
-            "model": self.model,
-            "api_base": self.api_base,
-            "replay": self.replay,
-            "auto_run": True if self.yes else None,
-            "reasoning": self.reasoning,
-            "show_reasoning": True if self.show_reasoning else None,
-            "context_size": self.context,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "seed": self.seed,
-            "gpu_layers": self.gpu_layers,
-            "verbose": True if self.verbose else None,
-            "top_p": self.top_p,
-            "mcp": list(self.mcp) if self.mcp else None,
-            "no_mcp": True if self.no_mcp else None,
-            "sandbox": self.sandbox,
-            "network": self.network,
-            "workdir": self.workdir,
-            "stt_model": self.stt_model,
-            "max_steps": self.max_steps,  # issue 19
-        }
+        """The settings these flags set (and ``mcp``/``no_mcp``), for
+        :func:`lmc.config.load_settings`."""
+        flags = {key: value for key, value in self.given.items() if BY_KEY[key].setting}
+        if "mcp" in self.given:
+            flags["mcp"] = list(self.given["mcp"])  # type: ignore[call-overload]
+        if "no_mcp" in self.given:
+            flags["no_mcp"] = self.given["no_mcp"]
+        return flags

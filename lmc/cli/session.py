@@ -6,6 +6,7 @@ stderr, with the traceback only under ``--verbose``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import traceback
@@ -221,34 +222,16 @@ def make_interpreter(
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
-
-    return Interpreter(
-        model=settings.model,
-        api_base=settings.api_base,
-        replay=settings.replay,
+    chosen = dataclasses.replace(
+        settings,
         # The terminal's Confirmer holds the run-without-asking policy (-y, "a", %auto_run),
         # so the Interpreter always asks it.
         auto_run=False,
-        reasoning=settings.reasoning,
-        context_size=settings.context_size,
-        max_tokens=settings.max_tokens,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
-        seed=settings.seed,
-        gpu_layers=settings.gpu_layers,
-        max_steps=settings.max_steps,
-        conversation_id=conversation_id,
-        db_path=settings.db_path,
-        instructions=settings.instructions,
-        verbose=settings.verbose,
-        mcp_servers=settings.mcp_servers,
         sandbox=policy.mode,
         network=policy.network,
-        workdir=policy.workdir,
-        sandbox_hide=settings.sandbox_hide,
-        stt_model=settings.stt_model,
-        backend=backend,
+        workdir=str(policy.workdir),
     )
+    return Interpreter(chosen, conversation_id=conversation_id, backend=backend)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ end chunk, in the shapes of Open Interpreter's streaming response:
 - a message to a function named ``SERVER__TOOL`` (an MCP tool, named as Codex names them):
   type ``tool_call`` with format ``SERVER.TOOL``, its JSON arguments streamed as written.
 
-Messages to other recipients (the browser, unknown tools) and messages from other roles
+Calls to the browser show as ``tool_call`` chunks like MCP tools'. Messages to other
+recipients (unknown tools) and messages from other roles
 give no chunks: the agent loop reports unknown tools and produces tool output itself.
 """
 
@@ -37,6 +38,7 @@ from lmc.harmony.types import ASSISTANT
 from lmc.messages.schema import CODE_FORMATS, Chunk
 
 __all__ = [
+    "BROWSER_CALLS",
     "TOOL_SEPARATOR",
     "LmcMapper",
     "call_code",
@@ -47,6 +49,9 @@ __all__ = [
 ]
 
 _FUNCTIONS = "functions."
+
+#: gpt-oss's built-in browser functions, shown as tool calls under their own name.
+BROWSER_CALLS = frozenset({"browser.search", "browser.open", "browser.find"})
 
 #: Between the server's and the tool's name in an MCP tool's function name.
 TOOL_SEPARATOR = "__"
@@ -68,11 +73,15 @@ def tool_language(recipient: str | None) -> str | None:
 
 
 def tool_call_format(recipient: str | None) -> str | None:
-    """``SERVER.TOOL`` for a call to ``functions.SERVER__TOOL`` (an MCP tool), else None."""
+    """``SERVER.TOOL`` for a call to ``functions.SERVER__TOOL`` (an MCP tool), the recipient
+    itself for gpt-oss's browser (``browser.search``, ``browser.open``, ``browser.find``),
+    else None."""
     if not recipient:
         return None
     words = recipient.split()
     name = words[0] if words else ""
+    if name in BROWSER_CALLS:
+        return name
     if not name.startswith(_FUNCTIONS):
         return None
     server, separator, tool = name[len(_FUNCTIONS) :].partition(TOOL_SEPARATOR)

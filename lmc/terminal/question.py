@@ -45,11 +45,23 @@ class Terminal:
             self._console = Console(file=self.stream, highlight=False)
         return self._console
 
+    @staticmethod
+    def size() -> os.terminal_size:
+        """The terminal's size now (it may have been resized since the last question)."""
+        for fd in (0, 2, 1):
+            try:
+                return os.get_terminal_size(fd)
+            except OSError:
+                continue
+        return os.terminal_size((80, 24))
+
     @property
     def height(self) -> int:
-        return max(self.console.size.height, 8)
+        return max(self.size().lines, 8)
 
     def show(self, renderable: RenderableType) -> None:
+        size = self.size()
+        self.console.size = (size.columns, size.lines)
         self.console.print(renderable)
 
     def say(self, text: str) -> None:

@@ -147,7 +147,7 @@ def resample(samples: Samples, rate: int, target: int = SAMPLE_RATE) -> Samples:
 
 def _decode_with_ffmpeg(data: bytes) -> Samples:
     """WAV encodings ``wave`` does not read (float, extensible): faster-whisper's decoder."""
-    from lmc.voice.whisper import import_faster_whisper
+    from lmc.voice.extra import import_faster_whisper
 
     audio = import_faster_whisper().audio
     try:

@@ -8,14 +8,13 @@ server with several clients does.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lmc.errors import SpeechModelNotFoundError, VoiceError
+from lmc.voice.extra import import_faster_whisper
 
 if TYPE_CHECKING:
     from lmc.voice.audio import Samples
@@ -24,18 +23,6 @@ __all__ = ["import_faster_whisper", "load_whisper", "transcribe_samples"]
 
 _lock = threading.Lock()
 _models: dict[Path, Any] = {}
-
-
-def import_faster_whisper() -> ModuleType:
-    """The faster_whisper module, or a clear error saying how to install it."""
-    try:
-        faster_whisper = importlib.import_module("faster_whisper")
-    except ImportError as exc:
-        raise VoiceError(
-            f"speech input needs faster-whisper, which cannot be imported ({exc})",
-            hint='install the voice extra: pip install "lmc[voice]"',
-        ) from exc
-    return faster_whisper
 
 
 def load_whisper(model_dir: Path) -> Any:

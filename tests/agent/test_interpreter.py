@@ -20,7 +20,7 @@ FINAL = "<|channel|>final<|message|>{}<|return|>"
     [
         ({"max_steps": 0}, "max_steps must be at least 1"),
         ({"max_tokens": 0}, "max_tokens must be at least 1"),
-        ({"reasoning": "extreme"}, "reasoning: .*low, medium, high"),
+        ({"reasoning": "extreme"}, "reasoning .*must be one of low, medium, high"),
     ],
 )
 def test_bad_arguments_are_one_line_config_errors(kwargs: dict[str, object], message: str) -> None:

@@ -14,11 +14,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # cli_replays
 
 @pytest.fixture
 def lmc_env(tmp_path: Path) -> dict[str, str]:
-    """Environment that keeps lmc's files under tmp_path and output plain."""
+    """Environment that keeps lmc's files under tmp_path and output plain (``LMC_CONFIG``
+    names an empty file that tests may write: a missing one would be an error)."""
+    config = tmp_path / "config" / "lmc" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.touch()
     return {
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "LMC_CONFIG": str(tmp_path / "config" / "lmc" / "config.toml"),
+        "LMC_CONFIG": str(config),
         "LMC_DATA_DIR": str(tmp_path / "data" / "lmc"),
         "NO_COLOR": "1",
         "BROWSER": "true",

@@ -101,7 +101,7 @@ def test_top_p_from_the_config_file_and_the_flag_reaches_the_model(
     lmc_env: dict[str, str], server: str
 ) -> None:
     config = Path(lmc_env["LMC_CONFIG"])
-    config.parent.mkdir(parents=True)
+    config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("top_p = 0.25\n")
     by_file = _run(lmc_env, "run", "--api-base", server, "hi")
     assert by_file.exit_code == 0, by_file.stderr

@@ -134,7 +134,7 @@ def test_step_limit_from_config_file(
     lmc_env: dict[str, str], tiny_model: Path, replay: Replay
 ) -> None:
     config = Path(lmc_env["LMC_CONFIG"])
-    config.parent.mkdir(parents=True)
+    config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("max_steps = 1\n")
     path = replay(code("1 + 1"))
     result = _run(lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "-y", "add")
@@ -164,7 +164,7 @@ def test_missing_model_is_one_line_and_a_hint(lmc_env: dict[str, str], tmp_path:
 
 def test_bad_config_is_one_line(lmc_env: dict[str, str]) -> None:
     config = Path(lmc_env["LMC_CONFIG"])
-    config.parent.mkdir(parents=True)
+    config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("reasoning = 'extreme'\n")
     result = _run(lmc_env, "run", "hi")
     assert result.exit_code == 1
@@ -281,7 +281,7 @@ def test_chat_json_mode_reads_messages_from_stdin(
 
 def test_unknown_profile_flag(lmc_env: dict[str, str]) -> None:
     config = Path(lmc_env["LMC_CONFIG"])
-    config.parent.mkdir(parents=True)
+    config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("[fast]\nreasoning = 'low'\n")
     result = _run(lmc_env, "run", "--profile", "slow", "hi")
     assert result.exit_code == 1

@@ -96,7 +96,9 @@ def test_seed_shapes_for_reasoning_code_and_message() -> None:
         ("<|channel|>analysis to=python code", ("code", "python")),  # tool call on analysis
         ("<|channel|>commentary to=functions.shell <|constrain|>json", ("code", "shell")),
         ("<|channel|>commentary to=functions.get_weather json", None),
-        ("<|channel|>commentary to=browser.search", None),
+        ("<|channel|>commentary to=browser.search", ("tool_call", "browser.search")),
+        ("<|channel|>analysis to=browser.open json", ("tool_call", "browser.open")),
+        ("<|channel|>analysis to=browser.history", None),  # not a browser function
     ],
 )
 def test_chunk_kind_by_header(header: str, kind: tuple[str, str | None] | None) -> None:

@@ -19,6 +19,7 @@ def _text(result: CallToolResult) -> str:
 
 
 async def _session_calls(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    (tmp_path / "config.toml").touch()  # LMC_CONFIG naming a missing file is an error
     env = {
         "PYTHONPATH": str(ROOT),
         "LMC_CONFIG": str(tmp_path / "config.toml"),

@@ -63,7 +63,6 @@ def lmc_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "PYTHONPATH": str(ROOT),
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "LMC_CONFIG": str(tmp_path / "config" / "lmc" / "config.toml"),
         "LMC_DATA_DIR": str(tmp_path / "data" / "lmc"),
         "TERM": "xterm-256color",
         "BROWSER": "true",

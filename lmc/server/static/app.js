@@ -78,11 +78,13 @@
       const el = add("reasoning-wrap");
       el.innerHTML = '<details class="reasoning"><summary>Reasoning</summary><div></div></details>';
       current = { kind: "reasoning", el, body: el.querySelector("div"), text: "" };
-    } else if (chunk.role === "assistant" && kind === "code") {
-      const el = add("block");
+    } else if (chunk.role === "assistant" && (kind === "code" || kind === "tool_call")) {
+      // a tool call (an MCP tool, browser.search) shows as a block: its name, its JSON arguments
+      const el = add(kind === "code" ? "block" : "block tool-call");
       el.innerHTML = '<div class="lang"></div><pre class="code"></pre><div class="output"></div>';
       el.querySelector(".lang").textContent = chunk.format || "code";
-      current = { kind: "code", el, pre: el.querySelector("pre"), language: chunk.format, text: "" };
+      const language = kind === "code" ? chunk.format : "json";
+      current = { kind: "code", el, pre: el.querySelector("pre"), language, text: "" };
       lastBlock = { el, pre: current.pre, output: el.querySelector(".output") };
     } else if (chunk.role === "computer" && kind === "console") {
       if (!lastBlock) {
