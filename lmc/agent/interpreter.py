@@ -103,6 +103,7 @@ class Interpreter:
             "network": s.network,
             "workdir": s.workdir,
             "hide": s.sandbox_hide,
+            "python": s.python,  # the person's own interpreter for the python kernel
         }
         if s.sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy

@@ -62,7 +62,8 @@ class Computer:
     ``sandbox`` is ``"workspace"``, ``"read-only"``, ``"off"`` or None: workspace where a
     sandbox tool works, else off with a warning. Asking for a sandbox where none works raises
     :class:`~lmc.errors.SandboxUnavailableError`. ``network`` lets sandboxed code use the
-    network; ``hide`` adds paths to the hidden secrets.
+    network; ``hide`` adds paths to the hidden secrets. ``python`` runs the python kernel
+    with that interpreter (a venv's, with ipykernel) instead of lmc's own.
     """
 
     def __init__(
@@ -74,8 +75,11 @@ class Computer:
         network: bool = False,
         workdir: str | Path | None = None,
         hide: Sequence[str] = (),
+        python: str | None = None,
     ) -> None:
         self.timeout = timeout
+        #: The interpreter that runs the python kernel (None: lmc's own), ``--python``.
+        self.python = python
         where = workdir if workdir is not None else cwd
         self.cwd = None if where is None else Path(where).expanduser().resolve()
         self._hide = tuple(hide)
@@ -332,7 +336,7 @@ class Computer:
                 self, _shutdown_all, self._sessions, self._runtime_dir
             )
         return KernelSession(
-            kernel_spec(kernel),
+            kernel_spec(kernel, python=self.python),
             runtime_dir=self._runtime_dir,
             cwd=self.cwd,
             sandbox=self.sandbox,
