@@ -40,8 +40,8 @@ _SUFFIXES = {
     "html": ".html",
 }
 
-NO_TERMINAL = (
-    "this code needs your confirmation and there is no terminal to ask: pass -y to run it "
+NO_TERMINAL = (  # a block: code or a tool call
+    "a block needs your confirmation and there is no terminal to ask: pass -y to run it "
     "without asking (it stays contained by the sandbox), or run lmc where it can ask"
 )
 

@@ -88,7 +88,7 @@ def test_json_without_a_terminal_stops_at_the_first_block_and_says_so(
     assert chunks[-1]["type"] == "confirmation"  # the stream stops where it would ask
     assert not target.exists()
     assert result.stderr.count("\n") == 1
-    assert "this code needs your confirmation and there is no terminal to ask" in result.stderr
+    assert "a block needs your confirmation and there is no terminal to ask" in result.stderr
 
 
 def test_yes_runs_the_code(

@@ -38,7 +38,7 @@ def test_a_block_without_a_terminal_stops_the_run_in_one_line(
     result = _lmc(lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "make it")
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        "lmc: error: this code needs your confirmation and there is no terminal to ask: "
+        "lmc: error: a block needs your confirmation and there is no terminal to ask: "
         "pass -y to run it without asking (it stays contained by the sandbox), or run lmc "
         "where it can ask"
     ]
