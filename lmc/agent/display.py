@@ -19,7 +19,7 @@ from typing import Any, Protocol, TextIO, cast, runtime_checkable
 from lmc.agent.approvals import Answer, Declined
 from lmc.messages import Chunk
 
-__all__ = ["PlainRenderer", "Renderer", "open_terminal"]
+__all__ = ["PlainRenderer", "Renderer", "open_terminal", "terminal_stream"]
 
 
 def open_terminal() -> TextIO | None:
@@ -34,6 +34,11 @@ def open_terminal() -> TextIO | None:
         fd = os.open(os.ctermid(), os.O_RDWR | os.O_NOCTTY)
     except OSError:
         return None
+    return terminal_stream(fd)
+
+
+def terminal_stream(fd: int) -> TextIO:
+    """A text stream that reads and writes the terminal ``fd`` (and closes it when closed)."""
     # A terminal cannot seek, so "r+" (a BufferedRandom) is refused: read and write apart.
     pair = io.BufferedRWPair(io.FileIO(fd, "r", closefd=False), io.FileIO(fd, "w"))
     buffer = cast("io.BufferedRandom", pair)  # the reading and writing TextIOWrapper needs
