@@ -78,6 +78,18 @@ def _editor_command(env: dict[str, str] | os._Environ[str]) -> list[str]:
     raise ConfigError("no editor found", hint="set $EDITOR, for example EDITOR=nano")
 
 
+def _run_on_terminal(command: list[str]) -> int:
+    """Run ``command`` on the controlling terminal (standard output may be a file)."""
+    try:
+        fd = os.open(os.ctermid(), os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return subprocess.call(command)
+    try:
+        return subprocess.call(command, stdin=fd, stdout=fd, stderr=fd)
+    finally:
+        os.close(fd)
+
+
 def edit_in_editor(language: str, code: str) -> str:
     """Open ``code`` in $VISUAL/$EDITOR and return what the person saved."""
     command = _editor_command(os.environ)
@@ -86,7 +98,7 @@ def edit_in_editor(language: str, code: str) -> str:
         path = Path(tmp) / f"code{suffix}"
         path.write_text(code, encoding="utf-8")
         try:
-            status = subprocess.call([*command, str(path)])
+            status = _run_on_terminal([*command, str(path)])
         except OSError as exc:
             raise ConfigError(
                 f"cannot start the editor {command[0]!r}: {exc}", hint="check $EDITOR"
