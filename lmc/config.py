@@ -60,6 +60,9 @@ _SECTIONS: Final[Mapping[str, Mapping[str, str]]] = {
     table: {o.section[1]: o.key for o in SETTINGS if o.section and o.section[0] == table}
     for table in {o.section[0] for o in SETTINGS if o.section}
 }
+#: Settings whose value is itself a table (``kernel_gateway_kernels = {python = "python3"}``):
+#: a table under that name is the value, not a profile.
+_TABLE_VALUED: Final = frozenset(o.key for o in SETTINGS if o.kind == "table")
 #: Top-level keys that are neither settings nor profiles.
 _SPECIAL: Final = ("profile", "mcp")
 _PROFILE: Final = BY_KEY["profile"]
@@ -164,13 +167,12 @@ def _read_layers(document: Mapping[str, Any], path: Path) -> tuple[_Layer, dict[
     """The top level and every profile, all checked now (a typo in a profile not in use
     is found the first time the file is read, not the day it is picked)."""
     origin = f"config file {path}"
-    top = {
-        k: v for k, v in document.items() if not isinstance(v, dict) or k in _SECTIONS or k == "mcp"
-    }
+    settings_tables = {*_SECTIONS, *_TABLE_VALUED, "mcp"}
+    top = {k: v for k, v in document.items() if not isinstance(v, dict) or k in settings_tables}
     profiles = {
         name: _layer(table, f"profile {name!r}")
         for name, table in document.items()
-        if isinstance(table, dict) and name not in _SECTIONS and name != "mcp"
+        if isinstance(table, dict) and name not in settings_tables
     }
     return _layer(top, origin), profiles
 

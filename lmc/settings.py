@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 from lmc.errors import ConfigError
 
 __all__ = [
+    "API_STYLES",
     "COMMAND_OPTIONS",
     "OPTIONS",
     "REASONING_LEVELS",
@@ -49,13 +50,16 @@ __all__ = [
     "Settings",
     "convert",
     "option",
+    "parse_size",
     "settings_with",
 ]
 
-Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names"]
+Kind = Literal["text", "path", "int", "float", "bool", "choice", "paths", "names", "size", "table"]
 
 REASONING_LEVELS: Final = ("low", "medium", "high")
 SANDBOX_MODES: Final = ("off", "workspace", "read-only")
+#: The dialects a server is spoken to in (lmc.backends.detect).
+API_STYLES: Final = ("auto", "completions", "chat", "responses", "ollama")
 
 #: The commands that talk to a model: ``lmc`` (chat), ``lmc run`` and ``lmc serve``.
 RUNS: Final = frozenset({"chat", "run", "serve"})
@@ -65,6 +69,7 @@ TURNS: Final = frozenset({"chat", "run"})
 RUNS_AND_DOCTOR: Final = RUNS | {"doctor"}
 
 MODEL, SESSION, OUTPUT, SANDBOX = "Model", "Session", "Output", "Sandbox"
+GATEWAY = "Remote kernels"
 
 _META: Final = "lmc.option"
 
@@ -139,8 +144,11 @@ def option(
         aliases=dict(aliases or {}),
         nullable=default is None,
     )
-    if isinstance(default, tuple | list | dict):
-        frozen = tuple(default) if not isinstance(default, dict) else default
+    if isinstance(default, dict):  # a fresh table each time: tables are mutable
+        table = dict(default)
+        return field(default_factory=lambda: dict(table), metadata={_META: spec})
+    if isinstance(default, tuple | list):
+        frozen = tuple(default)
         return field(default_factory=lambda: frozen, metadata={_META: spec})
     return field(default=default, metadata={_META: spec})
 
@@ -164,6 +172,24 @@ class Settings:
         metavar="URL",
         help="Use an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1).",
         commands=RUNS_AND_DOCTOR,
+    )
+    #: How to talk to api_base (lmc.backends.detect): auto finds the dialect that keeps most.
+    api_style: str = option(
+        "auto",
+        kind="choice",
+        choices=API_STYLES,
+        flags=("--api-style",),
+        metavar="STYLE",
+        help="How to talk to --api-base: auto, completions (raw Harmony), chat (Chat "
+        "Completions), responses (Responses API), ollama (Ollama's /api/chat) [default: auto].",
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: The variable holding the server's API key, read after LMC_API_KEY; the key itself is
+    #: never a setting (never stored in the file).
+    api_key_env: str = option(
+        "OPENAI_API_KEY",
+        kind="text",
+        help="The environment variable with the server's API key, read after LMC_API_KEY.",
     )
     replay: str | None = option(
         None,
@@ -303,6 +329,48 @@ class Settings:
         section=("sandbox", "hide"),
         help="More paths the sandbox hides (besides ~/.ssh, ~/.aws, ...).",
     )
+    #: Environment variables passed into the sandbox besides its allow-list (names or globs;
+    #: a credential-looking name only when listed exactly).
+    sandbox_env: tuple[str, ...] = option(
+        (),
+        kind="names",
+        section=("sandbox", "env"),
+        help="Environment variables the sandboxed code may see besides PATH, HOME, LANG, ...",
+    )
+    #: Protected paths in the workdir (.git, .venv, ...) left writable on purpose.
+    sandbox_writable: tuple[str, ...] = option(
+        (),
+        kind="paths",
+        section=("sandbox", "writable"),
+        help="Protected entries of the working directory (.git, .venv, ...) to leave writable.",
+    )
+    #: None: the defaults of lmc.computer.sandbox.limits (256 processes, memory of 4 GiB or
+    #: half the RAM, 1 GiB /tmp and /dev/shm).
+    sandbox_processes: int | None = option(
+        None,
+        kind="int",
+        minimum=16,
+        section=("sandbox", "processes"),
+        help="Most processes sandboxed code may run [default: 256].",
+    )
+    sandbox_memory: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "memory"),
+        help="Most memory sandboxed code may use [default: 4 GiB or half the RAM].",
+    )
+    sandbox_tmp_size: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "tmp_size"),
+        help="Size of the sandbox's private /tmp [default: 1 GiB].",
+    )
+    sandbox_shm_size: int | None = option(
+        None,
+        kind="size",
+        section=("sandbox", "shm_size"),
+        help="Size of the sandbox's private /dev/shm [default: 1 GiB].",
+    )
     workdir: str | None = option(
         None,
         kind="path",
@@ -354,7 +422,7 @@ class Settings:
     #: command prefix whose blocks run without asking (never with more sandbox rights).
     approve_allow: tuple[str, ...] = option(
         (),
-        kind="names",
+        kind="paths",  # a list; from a variable split on ":" only, so "git status" stays whole
         section=("approve", "allow"),
         help="Rules that approve blocks without asking: a language (python), a tool "
         "(SERVER.TOOL) or a command prefix (git status).",
@@ -369,6 +437,50 @@ class Settings:
         "with ipykernel), so your own packages are there [default: lmc's].",
         panel=SESSION,
         commands=RUNS_AND_DOCTOR,
+    )
+    # -- kernels on a Jupyter Kernel/Enterprise Gateway (lmc.computer.gateway) --
+    kernel_gateway: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "url"),
+        flags=("--kernel-gateway",),
+        metavar="URL",
+        help="Run the code on a Jupyter Kernel Gateway or Enterprise Gateway "
+        "(e.g. http://gpu-box:8888) instead of here.",
+        panel=GATEWAY,
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: Sent as ``Authorization: token ...``; better from LMC_KERNEL_GATEWAY_TOKEN than a flag.
+    kernel_gateway_token: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "token"),
+        flags=("--kernel-gateway-token",),
+        metavar="TOKEN",
+        help="The gateway's token (better: LMC_KERNEL_GATEWAY_TOKEN).",
+        panel=GATEWAY,
+        commands=RUNS_AND_DOCTOR,
+    )
+    #: Language -> the gateway's kernelspec name, over the default {python = "python3"}.
+    kernel_gateway_kernels: Mapping[str, str] = option(
+        {},
+        kind="table",
+        section=("kernel_gateway", "kernels"),
+        help="Which of the gateway's kernelspecs runs each language (python = python3).",
+    )
+    #: Sent with every kernel start (gateways pass on KERNEL_* and what their operator allows).
+    kernel_gateway_env: Mapping[str, str] = option(
+        {},
+        kind="table",
+        section=("kernel_gateway", "env"),
+        help="Environment sent with each kernel start on the gateway.",
+    )
+    #: KERNEL_USERNAME (None: the login name); Enterprise Gateway starts kernels as this user.
+    kernel_gateway_username: str | None = option(
+        None,
+        kind="text",
+        section=("kernel_gateway", "username"),
+        help="Who the gateway's kernels run for (KERNEL_USERNAME) [default: your login name].",
     )
     #: MCP servers by name (:class:`lmc.mcp.config.McpServerConfig` or config tables), after
     #: ``--mcp``/``--no-mcp``: read from ``[mcp.servers.NAME]`` tables, not a plain option.
@@ -513,12 +625,52 @@ def _choice(spec: Option, label: str, value: object) -> str:
     raise ConfigError(f"{label} must be one of {', '.join(spec.choices)}, not {value!r}")
 
 
+_MIB: Final = 1024**2
+_UNITS: Final = {"": 1, "k": 1024, "m": _MIB, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(label: str, value: object) -> int:
+    """A size in bytes from ``2147483648``, ``"2G"``, ``"512 MiB"``; at least 1 MiB."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str):
+        text = value.strip().lower().replace(" ", "").removesuffix("b").removesuffix("i")
+        number, unit = text.rstrip("kmgt"), text[len(text.rstrip("kmgt")) :]
+        try:
+            size = int(float(number) * _UNITS[unit])
+        except (ValueError, KeyError):
+            raise ConfigError(
+                f"{label} must be a size such as 2GiB or 512MiB, not {value!r}"
+            ) from None
+    else:
+        raise ConfigError(f"{label} must be a size such as 2GiB or 512MiB, not {value!r}")
+    if size < _MIB:
+        raise ConfigError(f"{label} must be at least 1 MiB, not {value!r}")
+    return size
+
+
 def _paths(label: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(part for part in value.split(os.pathsep) if part)
     if isinstance(value, list | tuple) and all(isinstance(v, str) and v for v in value):
         return tuple(value)
     raise ConfigError(f"{label} must be a list of paths, not {value!r}")
+
+
+def _table_of_names(label: str, value: object) -> dict[str, str]:
+    """A table of names (``{python = "python3"}``), or ``a=b,c=d`` in a variable."""
+    if isinstance(value, str):
+        pairs = [part.partition("=") for part in value.split(",") if part.strip()]
+        if any(not sep or not name.strip() for name, sep, _ in pairs):
+            raise ConfigError(
+                f"{label} must be NAME=VALUE pairs separated by commas, not {value!r}"
+            )
+        return {name.strip(): text.strip() for name, _, text in pairs}
+    if isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return dict(value)
+    raise ConfigError(f"{label} must be a table of strings, not {value!r}")
 
 
 def convert(spec: Option, value: object, origin: str | None = None) -> Any:
@@ -546,8 +698,12 @@ def convert(spec: Option, value: object, origin: str | None = None) -> Any:
         return _choice(spec, label, value)
     if kind == "paths":
         return _paths(label, value)
-    if isinstance(value, str):  # names ("" from a variable: none)
-        return (value,) if value else ()
+    if kind == "size":
+        return parse_size(label, value)
+    if kind == "table":
+        return _table_of_names(label, value)
+    if isinstance(value, str):  # names: "A:B", "A, B" or "A B" from a variable
+        return tuple(part for part in value.replace(":", " ").replace(",", " ").split() if part)
     return tuple(_text(label, v) for v in value)  # type: ignore[attr-defined]
 
 

@@ -46,7 +46,11 @@ def sample(spec: Option) -> Any:
     if kind == "paths":
         return ("/srv/a", "/srv/b")
     if kind == "names":
-        return (f"value-{spec.key}",)
+        return ("NAME_A", "NAME_B")
+    if kind == "size":
+        return 2 * 1024**2
+    if kind == "table":
+        return {"python": f"value-{spec.key}", "r": "ir"}
     return f"value-{spec.key}"
 
 
@@ -57,12 +61,16 @@ def toml_value(value: Any) -> str:
         return f'"{value}"'
     if isinstance(value, tuple):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 
 def env_value(value: Any) -> str:
     if isinstance(value, tuple):
         return ":".join(value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

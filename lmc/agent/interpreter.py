@@ -26,9 +26,14 @@ from lmc.agent.approvals import Answer
 from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
-from lmc.agent.storage import ConversationStore
-from lmc.agent.tools import argument_schemas, developer_message, system_message
-from lmc.backends.base import Backend, BackendConfig, SamplingSettings
+from lmc.agent.storage import ConversationStore, TokenUsage
+from lmc.agent.tools import (
+    argument_schemas,
+    developer_message,
+    function_specs,
+    system_message,
+)
+from lmc.backends.base import Backend, BackendConfig, Generation, SamplingSettings
 from lmc.errors import ConfigError, LmcError
 from lmc.messages import Chunk, Message, validate_message
 from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
@@ -58,9 +63,14 @@ class Interpreter:
     table as in config.toml: ``{"command": ..., "args": [...]}`` or ``{"url": ...}``); their
     tools are offered to the model as ``functions.NAME__TOOL`` and confirmed like code (the
     block is ``{"type": "tool_call", "format": "NAME.TOOL", "content": ARGUMENTS_JSON}``).
+    ``api_base`` (a server's root or /v1 URL) is reached in ``api_style`` ("auto",
+    "completions", "chat", "responses"; see :mod:`lmc.backends.detect`) with ``api_key`` (a
+    keyword, never stored), else ``$LMC_API_KEY``, else the variable ``api_key_env`` names.
     ``sandbox`` (``"workspace"``, ``"read-only"``, ``"off"``; None: workspace where a sandbox
     works), ``network`` and ``workdir`` say how the code is contained (see
     :class:`lmc.Computer`); :meth:`set_sandbox` changes them during a conversation.
+    ``kernel_gateway`` (with ``kernel_gateway_token``, ``kernel_gateway_kernels``, ...) runs
+    the code on a Jupyter Kernel/Enterprise Gateway instead (:mod:`lmc.computer.gateway`).
     """
 
     def __init__(
@@ -72,6 +82,7 @@ class Interpreter:
         renderer: Renderer | None = None,
         computer: Computer | ComputerLike | None = None,
         backend: Backend | None = None,
+        api_key: str | None = None,
         **options: Any,
     ) -> None:
         """``settings`` (see :class:`lmc.settings.Settings`), or the defaults, with any of its
@@ -97,18 +108,25 @@ class Interpreter:
             gpu_layers=s.gpu_layers,
             seed=s.seed,
             verbose=s.verbose,  # the backend's own logs (llama.cpp's) on stderr
+            api_style=s.api_style,
+            api_key=api_key,  # never stored: not a setting
+            api_key_env=s.api_key_env,
         )
         self._sandbox: dict[str, Any] = {
             "sandbox": s.sandbox,
             "network": s.network,
             "workdir": s.workdir,
             "hide": s.sandbox_hide,
+            "sandbox_env": s.sandbox_env,
+            "sandbox_writable": s.sandbox_writable,
+            "sandbox_limits": _limits(s),
             "python": s.python,  # the person's own interpreter for the python kernel
         }
         if s.sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy
 
-            resolve_policy(s.sandbox, network=s.network, workdir=s.workdir)  # fail now
+            # Fail now, not at the first block: a mode this machine lacks, a bad hide entry.
+            resolve_policy(s.sandbox, network=s.network, workdir=s.workdir, hide=s.sandbox_hide)
         self._backend = backend
         self._owns_backend = backend is None
         self._computer = computer
@@ -121,6 +139,8 @@ class Interpreter:
         # The last turn's stream, weakly: a consumer that drops it closes it at once.
         self._active: weakref.ref[Generator[Chunk, None, None]] | None = None
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
+        #: Tokens by turn (the position of the turn's user message), this conversation.
+        self._usage: dict[int, TokenUsage] = {}
         self.tools: McpTools | None = None
         if s.mcp_servers:
             from lmc.mcp.config import McpServerConfig, parse_server
@@ -152,6 +172,7 @@ class Interpreter:
             record=self._record,
             replace=self._replace,
             tools=self._tool_set(),
+            usage=self._count_usage,
         )
         if conversation_id is not None:
             self._resume(conversation_id)
@@ -211,8 +232,10 @@ class Interpreter:
         """The :class:`lmc.Computer` that runs the model's code."""
         if self._computer is None:
             from lmc.computer import Computer
+            from lmc.computer.gateway import gateway_config
 
-            self._computer = Computer(**self._sandbox)
+            # With a kernel gateway, kernels run there (its deployment contains them).
+            self._computer = Computer(**self._sandbox, gateway=gateway_config(self.settings))
         return self._computer
 
     def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
@@ -271,6 +294,7 @@ class Interpreter:
         """Start a new conversation (the old one stays stored); kernels are restarted."""
         self._loop.forget()
         self._conversation_id = None
+        self._usage = {}
         if self._owns_computer and self._computer is not None:
             close = getattr(self._computer, "close", None)
             if close is not None:
@@ -297,8 +321,26 @@ class Interpreter:
         backend = self._get_backend()
         return self._loop.prompt_tokens(backend), backend.context_size
 
+    def token_counts(self) -> tuple[TokenUsage, TokenUsage]:
+        """(the last turn's tokens, the whole conversation's), as the model servers counted
+        them: prompt, completion and reasoning tokens of every model call."""
+        if not self._usage:
+            return TokenUsage(), TokenUsage()
+        last = self._usage[max(self._usage)]
+        return last, sum(self._usage.values(), TokenUsage())
+
+    def _count_usage(self, generation: Generation) -> None:
+        turn = self._loop.transcript.last_user_index() or 0
+        usage = TokenUsage(
+            generation.prompt_tokens, generation.completion_tokens, generation.reasoning_tokens, 1
+        )
+        self._usage[turn] = self._usage.get(turn, TokenUsage()) + usage
+        if self._conversation_id is not None:
+            self.store.record_usage(self._conversation_id, turn, usage)
+
     def _resume(self, conversation_id: str) -> None:
         self._conversation_id = self.store.resolve(conversation_id)
+        self._usage = self.store.usage(self._conversation_id)
         stored = self.store.load_stored(self._conversation_id)
         self._loop.transcript.entries[:] = [Entry(s.message, s.harmony) for s in stored]
         from lmc.agent.resume import resume_note
@@ -338,6 +380,8 @@ class Interpreter:
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
             # Function arguments are sampled under a grammar from these schemas (llama.cpp).
             self._loop.settings.sampling.argument_schemas = argument_schemas(messages)
+            # Servers that template the conversation themselves get the tools as functions.
+            self._loop.settings.sampling.functions = function_specs(messages)
         return self._prefix_cache[1]
 
     # -- chatting -----------------------------------------------------------------------------
@@ -529,3 +573,13 @@ def _browser_tools(
 
     backend = make_backend(browser, url, allow_private=allow_private)
     return BrowserTools(Browser(backend, count_tokens=count_tokens))
+
+
+def _limits(s: Settings) -> Any:
+    """The sandbox's limits when the config changes any (None: the sandbox's defaults)."""
+    sizes = (s.sandbox_processes, s.sandbox_memory, s.sandbox_tmp_size, s.sandbox_shm_size)
+    if all(value is None for value in sizes):
+        return None
+    from lmc.computer.sandbox import Limits
+
+    return Limits.chosen(*sizes)

@@ -31,7 +31,7 @@ from lmc.agent.run_output import (
 )
 from lmc.agent.tool_calls import TOOL_DECLINED, ExternalTools, run_tool_call
 from lmc.agent.tools import DECLINED, ToolCallError, ToolTarget, code_from_call, resolve_call
-from lmc.backends.base import Backend, SamplingSettings, StopReason
+from lmc.backends.base import Backend, Generation, SamplingSettings, StopReason
 from lmc.errors import ContextOverflowError, LmcError
 from lmc.harmony import tokens
 from lmc.harmony.events import (
@@ -112,8 +112,11 @@ class Loop:
         record: Callable[[Entry], None],
         replace: Callable[[int, Entry], None],
         tools: ExternalTools | None = None,
+        usage: Callable[[Generation], None] | None = None,
     ) -> None:
         self._backend = backend
+        #: Told each finished generation (its token counts).
+        self._usage_hook = usage
         #: Tools besides code (MCP servers' tools), called as ``functions.SERVER__TOOL``.
         self.tools = tools
         self._computer = computer
@@ -315,6 +318,8 @@ class Loop:
             raise
         outcome = sampler.outcome
         outcome.stop_reason = generation.stop_reason
+        if self._usage_hook is not None:
+            self._usage_hook(generation)
         return outcome
 
     # -- calls -------------------------------------------------------------------------------

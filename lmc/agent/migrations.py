@@ -59,6 +59,25 @@ def m002_message_harmony_text(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN harmony TEXT")
 
 
+@_migration
+def m003_token_usage(db: sqlite3.Connection) -> None:
+    # Tokens each model call took (prompt, completion, reasoning), by the turn it served:
+    # %tokens and `lmc history` show them for every dialect.
+    db.execute(
+        """
+        CREATE TABLE token_usage (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            turn INTEGER NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            reasoning_tokens INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Run every migration not yet applied to ``db``, each in its own transaction.
 

@@ -23,7 +23,13 @@ from lmc.errors import StorageError
 from lmc.messages import Message, validate_message
 from lmc.paths import data_dir, private_dir, private_file
 
-__all__ = ["ConversationInfo", "ConversationStore", "StoredMessage", "default_db_path"]
+__all__ = [
+    "ConversationInfo",
+    "ConversationStore",
+    "StoredMessage",
+    "TokenUsage",
+    "default_db_path",
+]
 
 _TITLE_LENGTH = 80
 
@@ -52,6 +58,31 @@ class ConversationInfo:
     created_at: str
     updated_at: str
     message_count: int
+    #: Prompt and completion tokens of all its model calls (0 when none were counted).
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens of one or more model calls."""
+
+    prompt: int = 0
+    completion: int = 0
+    reasoning: int = 0
+    calls: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.prompt + other.prompt,
+            self.completion + other.completion,
+            self.reasoning + other.reasoning,
+            self.calls + other.calls,
+        )
+
+    def describe(self) -> str:
+        reasoning = f" (reasoning {self.reasoning})" if self.reasoning else ""
+        calls = f"{self.calls} model call{'s' if self.calls != 1 else ''}"
+        return f"prompt {self.prompt}, completion {self.completion}{reasoning} in {calls}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +150,9 @@ class ConversationStore:
         with self._db() as db:
             rows = db.execute(
                 """
-                SELECT c.id, c.title, c.created_at, c.updated_at, COUNT(m.id)
+                SELECT c.id, c.title, c.created_at, c.updated_at, COUNT(m.id),
+                    (SELECT COALESCE(SUM(u.prompt_tokens + u.completion_tokens), 0)
+                     FROM token_usage u WHERE u.conversation_id = c.id)
                 FROM conversations c LEFT JOIN messages m ON m.conversation_id = c.id
                 GROUP BY c.id ORDER BY c.updated_at DESC, c.rowid DESC
                 """
@@ -163,6 +196,7 @@ class ConversationStore:
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM messages WHERE conversation_id = ?", (full_id,))
+            db.execute("DELETE FROM token_usage WHERE conversation_id = ?", (full_id,))
             db.execute("DELETE FROM conversations WHERE id = ?", (full_id,))
             db.execute("COMMIT")
 
@@ -259,6 +293,33 @@ class ConversationStore:
             db.execute(
                 "UPDATE conversations SET updated_at = ? WHERE id = ?", (_now(), conversation_id)
             )
+
+    # -- token usage ------------------------------------------------------------------------
+
+    def record_usage(self, conversation_id: str, turn: int, usage: TokenUsage) -> None:
+        """Add one model call's tokens to the turn it served."""
+        with self._db() as db:
+            db.execute(
+                """
+                INSERT INTO token_usage (conversation_id, turn, prompt_tokens,
+                    completion_tokens, reasoning_tokens, created_at)
+                VALUES (?,?,?,?,?,?)
+                """,
+                (conversation_id, turn, usage.prompt, usage.completion, usage.reasoning, _now()),
+            )
+
+    def usage(self, conversation_id: str) -> dict[int, TokenUsage]:
+        """Tokens by turn (the turn's first message position)."""
+        with self._db() as db:
+            rows = db.execute(
+                """
+                SELECT turn, SUM(prompt_tokens), SUM(completion_tokens), SUM(reasoning_tokens),
+                    COUNT(*)
+                FROM token_usage WHERE conversation_id = ? GROUP BY turn ORDER BY turn
+                """,
+                (conversation_id,),
+            ).fetchall()
+        return {turn: TokenUsage(p, c, r, n) for turn, p, c, r, n in rows}
 
     def close(self) -> None:
         with self._lock:

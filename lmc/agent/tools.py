@@ -22,6 +22,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Final
 
+from lmc.backends._dialogue import CODE_SCHEMA
+from lmc.backends.base import FunctionSpec
 from lmc.harmony.conversation import (
     DeveloperContent,
     ReasoningEffort,
@@ -44,6 +46,7 @@ __all__ = [
     "code_from_call",
     "developer_message",
     "function_languages",
+    "function_specs",
     "resolve_call",
     "system_message",
     "tool_names",
@@ -133,6 +136,33 @@ def argument_schemas(messages: Iterable[HarmonyMessage]) -> dict[str, dict[str, 
                     if tool.parameters is not None:
                         schemas[f"{namespace.name}.{tool.name}"] = tool.parameters
     return schemas
+
+
+def function_specs(messages: Iterable[HarmonyMessage]) -> list[FunctionSpec]:
+    """Every tool the prompt's messages define, as JSON-Schema functions for servers that
+    template the conversation themselves: the built-in python tool as ``python`` taking its
+    code in ``code``, each ``functions.X`` as ``X``, a built-in namespace's tool
+    (``browser.search``) as ``browser_search``."""
+    specs: list[FunctionSpec] = []
+    for message in messages:
+        for content in message.content:
+            tools = getattr(content, "tools", None)
+            if not isinstance(content, DeveloperContent | SystemContent) or not tools:
+                continue
+            for namespace in tools.values():
+                if namespace.name == "python" and not namespace.tools:  # the built-in tool
+                    description = namespace.description or namespace.name
+                    specs.append(FunctionSpec(namespace.name, description, CODE_SCHEMA))
+                for tool in namespace.tools:
+                    parameters = tool.parameters or {"type": "object", "properties": {}}
+                    if namespace.name == "functions":
+                        specs.append(FunctionSpec(tool.name, tool.description, parameters))
+                        continue
+                    # A built-in namespace's tool (browser.search): browser_search.
+                    recipient = f"{namespace.name}.{tool.name}"
+                    name = recipient.replace(".", "_")
+                    specs.append(FunctionSpec(name, tool.description, parameters, recipient))
+    return specs
 
 
 def _where() -> str:

@@ -1,8 +1,10 @@
-"""Model backends: one small interface, three real implementations.
+"""Model backends: one small interface, one transport per dialect.
 
-:func:`open_backend` picks one from a :class:`BackendConfig`: an OpenAI-compatible server
-when ``api_base`` is set, otherwise llama.cpp in-process (replaying a recorded transcript
-when ``replay`` is set). Importing this package imports neither llama.cpp nor httpx.
+:func:`open_backend` picks one from a :class:`BackendConfig`: a server when ``api_base`` is
+set (or the model is ``ollama:NAME``/``lmstudio:NAME``), in the dialect
+:mod:`lmc.backends.detect` finds (raw completions, Chat Completions, the Responses API,
+Ollama's /api/chat); otherwise llama.cpp in-process (replaying a recorded transcript when
+``replay`` is set). Importing this package imports neither llama.cpp nor httpx.
 """
 
 from __future__ import annotations
@@ -23,8 +25,14 @@ __all__ = [
     "Piece",
     "SamplingSettings",
     "StopReason",
+    "is_server_shortcut",
     "open_backend",
 ]
+
+
+def is_server_shortcut(model: str | None) -> bool:
+    """Whether ``model`` names a server's model (``ollama:NAME``, ``lmstudio:NAME``)."""
+    return bool(model) and str(model).split(":", 1)[0] in ("ollama", "lmstudio")
 
 
 def open_backend(config: BackendConfig) -> Backend:
@@ -34,14 +42,14 @@ def open_backend(config: BackendConfig) -> Backend:
     :class:`lmc.errors.ConfigError` for an unreadable replay file, and
     :class:`lmc.errors.BackendError` when llama.cpp cannot load the model.
     """
-    if config.api_base:
+    if config.api_base or is_server_shortcut(config.model):
         if config.replay:
             from lmc.errors import ConfigError
 
             raise ConfigError("--replay needs the in-process model; it cannot go with --api-base")
-        from lmc.backends.openai_server import OpenAIServerBackend
+        from lmc.backends.server import open_server_backend
 
-        return OpenAIServerBackend(config)
+        return open_server_backend(config)
     from lmc.backends.llama import LlamaCppBackend
     from lmc.backends.replay import ReplayScript
     from lmc.backends.resolve import resolve_model

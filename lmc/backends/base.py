@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 __all__ = [
     "Backend",
     "BackendConfig",
+    "FunctionSpec",
     "Generation",
     "Piece",
     "SamplingSettings",
@@ -45,6 +46,17 @@ class StopReason(StrEnum):
     END_OF_STREAM = "end_of_stream"  # the model or server stopped without a stop token
 
 
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """One tool as a chat-style server takes it: a name, what it does, its arguments' schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    #: The Harmony recipient when it is not ``functions.NAME`` (``browser.search``).
+    recipient: str | None = None
+
+
 @dataclass(slots=True)
 class SamplingSettings:
     """Sampling knobs; gpt-oss's recommended defaults are temperature 1.0 and top_p 1.0."""
@@ -57,6 +69,9 @@ class SamplingSettings:
     #: in-process model samples a call's arguments under a grammar made from it once the
     #: call's header ends in ``<|constrain|>json<|message|>`` (or `` json``).
     argument_schemas: Mapping[str, Mapping[str, Any]] | None = None
+    #: The tools as JSON-Schema functions, for servers that apply their own chat template
+    #: (Chat Completions, the Responses API, Ollama's /api/chat).
+    functions: Sequence[FunctionSpec] | None = None
 
 
 @dataclass(slots=True)
@@ -77,6 +92,11 @@ class BackendConfig:
     threads: int | None = None
     seed: int | None = None
     api_key: str | None = None
+    #: How to talk to ``api_base``: "auto", "completions" (raw Harmony), "chat",
+    #: "responses" or "ollama" (Ollama's /api/chat); see :mod:`lmc.backends.detect`.
+    api_style: str = "auto"
+    #: The variable the API key is read from (after LMC_API_KEY) when ``api_key`` is unset.
+    api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 600.0
     prefix_cache: bool = True  # persist the system/developer prefix state on disk
     verbose: bool = False
@@ -92,6 +112,8 @@ class Generation(ABC):
     prompt_tokens: int = 0
     #: Tokens generated in this call.
     completion_tokens: int = 0
+    #: Of those, reasoning tokens, where the server says (0: not told).
+    reasoning_tokens: int = 0
 
     @abstractmethod
     def __iter__(self) -> Iterator[Piece]: ...
@@ -118,6 +140,9 @@ class Backend(ABC):
     context_size: int
     #: Why it has that size, in one line (shown by ``lmc doctor``, ``--verbose``, ``%tokens``).
     context_reason: str = ""
+    #: How it talks to its model ("in-process", "completions", "chat", ...), and why.
+    dialect: str = "in-process"
+    dialect_reason: str = ""
 
     @abstractmethod
     def generate(

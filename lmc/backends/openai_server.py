@@ -9,8 +9,13 @@ names a recipient (a tool call) ended in ``<|call|>``, any other in ``<|return|>
 header is read by :class:`lmc.harmony.parser.StreamParser`, seeded with the end of the
 prompt so a header the prompt already opened counts too.
 
+A server that applies its own chat template (Ollama, LM Studio) sends the model's text
+without Harmony's markers: right after ``<|start|>assistant`` the model always writes a
+marker, so plain text there means the markers were dropped, and the stream stops with one
+line saying so rather than passing the text off as a final answer.
+
 Every foreign error (httpx, JSON, a server's error answer) becomes a
-:class:`lmc.errors.ServerError` in :func:`_server_errors`, the one place that maps them.
+:class:`lmc.errors.ServerError` in :func:`lmc.backends._http.server_errors`.
 """
 
 from __future__ import annotations
@@ -19,9 +24,16 @@ import json
 import math
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from lmc.backends._http import (
+    ServerAnswer,
+    checked_url,
+    key_source,
+    make_client,
+    server_errors,
+    sse_data,
+)
 from lmc.backends._pieces import MarkerSplitter
 from lmc.backends.base import (
     Backend,
@@ -32,82 +44,34 @@ from lmc.backends.base import (
     StopReason,
     StreamGeneration,
 )
-from lmc.errors import ConfigError, ServerError
+from lmc.errors import ServerError
 from lmc.harmony import tokens
 from lmc.harmony.events import MessageEnded, MessageStarted
 
-if TYPE_CHECKING:
-    import httpx
+__all__ = [
+    "SERVER_CONTEXT",
+    "MarkersDropped",
+    "OpenAIServerBackend",
+    "count_usage",
+    "server_context",
+]
 
-__all__ = ["OpenAIServerBackend"]
-
-_CONNECT_TIMEOUT = 10.0
 #: The context assumed for a server when none is given: gpt-oss's trained context.
 SERVER_CONTEXT = 131_072
 
 
-class _ServerAnswer(Exception):
-    """Raised inside the mapping block for an answer that is not what the API promises."""
+class MarkersDropped(ServerError):
+    """The server sent the model's text without Harmony's special tokens."""
 
 
-@contextmanager
-def _server_errors(url: str, timeout: float) -> Iterator[None]:
-    """The one place where httpx, JSON and protocol errors become ServerError."""
-    import httpx
-
-    try:
-        yield
-    except httpx.ConnectError as exc:
-        raise ServerError(
-            f"cannot connect to {url}: {_reason(exc) or 'connection refused'}",
-            hint="Is the server running, and is --api-base its address (e.g. http://host:8000/v1)?",
-        ) from exc
-    except httpx.TimeoutException as exc:
-        raise ServerError(f"{url} did not answer within {timeout:g} s") from exc
-    except httpx.HTTPStatusError as exc:
-        raise ServerError(
-            f"{url} answered HTTP {exc.response.status_code}: {_error_text(exc.response)}"
-        ) from exc
-    except httpx.HTTPError as exc:
-        raise ServerError(f"the connection to {url} failed: {_reason(exc)}") from exc
-    except json.JSONDecodeError as exc:
-        raise ServerError(f"{url} sent a malformed event (not JSON): {exc.doc[:80]!r}") from exc
-    except _ServerAnswer as exc:
-        raise ServerError(f"{url} {exc}") from exc
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[-1] if text else type(exc).__name__
-
-
-def _error_text(response: httpx.Response) -> str:
-    """An error answer's message on one line (a heading line ending in ':' keeps the next)."""
-    lines = [line.strip() for line in _error_body(response).splitlines() if line.strip()]
-    if not lines:
-        return response.reason_phrase
-    text = " ".join(lines[:2]) if lines[0].endswith(":") else lines[0]
-    return text[:300]
-
-
-def _error_body(response: httpx.Response) -> str:
-    """The message of an error answer: OpenAI's ``{"error": {"message"}}`` or the body."""
-    try:
-        body = response.json()
-    except Exception:
-        try:
-            text = response.text.strip()
-        except Exception:
-            text = ""
-        return text[:200] or response.reason_phrase
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])[:300]
-    if isinstance(error, str):
-        return error[:300]
-    if isinstance(body, dict) and body.get("detail"):
-        return str(body["detail"])[:300]
-    return json.dumps(body)[:200]
+def server_context(config: BackendConfig) -> tuple[int, str]:
+    """(context size, why) for a model behind a server."""
+    if config.context_size is None:
+        return SERVER_CONTEXT, (
+            f"{SERVER_CONTEXT:,} tokens: gpt-oss's trained context, assumed for the server "
+            "(--context sets what it really serves)"
+        )
+    return config.context_size, f"{config.context_size:,} tokens: as set"
 
 
 def _completions_url(api_base: str) -> str:
@@ -115,45 +79,24 @@ def _completions_url(api_base: str) -> str:
     return f"{base}/completions" if base.endswith("/v1") else f"{base}/v1/completions"
 
 
-def _checked_url(url: str, api_base: str) -> str:
-    """``url`` if httpx can send to it; a malformed ``api_base`` is a configuration error."""
-    import httpx
-
-    hint = "give the server's base URL, e.g. http://127.0.0.1:8080/v1"
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, ValueError) as exc:
-        raise ConfigError(f"api_base {api_base!r} is not a valid URL: {exc}", hint=hint) from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ConfigError(f"api_base {api_base!r} is not an http(s) URL", hint=hint)
-    return url
-
-
 class OpenAIServerBackend(Backend):
     """gpt-oss behind an OpenAI-compatible ``/v1/completions`` endpoint."""
 
-    def __init__(self, config: BackendConfig) -> None:
-        import httpx
+    #: The dialect, as ``lmc doctor`` and ``--verbose`` name it.
+    dialect = "completions"
+    #: Stop with one line when the text after ``<|start|>assistant`` has no marker (set when
+    #: the raw dialect was forced: auto detection checked the server already).
+    check_markers = False
 
+    def __init__(self, config: BackendConfig) -> None:
         if not config.api_base:
             raise ServerError("no server address (api_base) was given")
         self.config = config
-        self.url = _checked_url(_completions_url(config.api_base), config.api_base)
-        if config.context_size is None:
-            self.context_size = SERVER_CONTEXT
-            self.context_reason = (
-                f"{SERVER_CONTEXT:,} tokens: gpt-oss's trained context, assumed for the server "
-                "(--context sets what it really serves)"
-            )
-        else:
-            self.context_size = config.context_size
-            self.context_reason = f"{config.context_size:,} tokens: as set"
-        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        self.url = checked_url(_completions_url(config.api_base), config.api_base)
+        self.context_size, self.context_reason = server_context(config)
+        key, self._key_from = key_source(config)
         self._timeout = config.timeout
-        self._client = httpx.Client(
-            headers=headers,
-            timeout=httpx.Timeout(config.timeout, connect=min(_CONNECT_TIMEOUT, config.timeout)),
-        )
+        self._client = make_client(config, key)
 
     def generate(
         self,
@@ -202,14 +145,16 @@ class OpenAIServerBackend(Backend):
         reason: StopReason | None = None
         finish: str | None = None
         events = 0
+        # Right after <|start|>assistant the model writes a marker; text there was stripped.
+        expect_marker = self.check_markers and prompt.endswith(tokens.START + "assistant")
         with (
-            _server_errors(self.url, self._timeout),
+            server_errors(self.url, self._timeout, self._key_from),
             self._client.stream("POST", self.url, json=body) as response,
         ):
             if response.status_code >= 400:
                 response.read()  # the error message is in the body
                 response.raise_for_status()
-            for data in _sse_data(response):
+            for data in sse_data(response):
                 if cancel is not None and cancel.is_set():
                     reason = StopReason.CANCELLED
                     break
@@ -217,15 +162,20 @@ class OpenAIServerBackend(Backend):
                 if data == "[DONE]":
                     break
                 event = json.loads(data)
-                text, finish, usage = _completion_event(event)
+                text, event_finish, usage = _completion_event(event)
+                # A usage-only chunk after the last choice carries no finish reason: keep it.
+                finish = event_finish or finish
                 if usage:
-                    generation.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-                    generation.prompt_tokens_evaluated = generation.prompt_tokens
+                    count_usage(generation, usage)
                 for piece in splitter.feed(text):
+                    if expect_marker and (piece.special or piece.text.strip()):
+                        expect_marker = False
+                        if not piece.special:
+                            raise MarkersDropped(_dropped(self.url, piece.text))
                     header.see(piece)
                     if piece.special and piece.text in tokens.STOP_TOKENS:
                         reason = StopReason.CALL if piece.text == tokens.CALL else StopReason.RETURN
-                    if not piece.special:
+                    if not piece.special and not usage:
                         generation.completion_tokens += 1
                     yield piece
                     if reason is not None:
@@ -233,7 +183,7 @@ class OpenAIServerBackend(Backend):
                 if reason is not None:
                     break
             if events == 0 and reason is None:
-                raise _ServerAnswer("closed the stream without sending any event")
+                raise ServerAnswer("closed the stream without sending any event")
         if reason is None:
             for piece in splitter.flush():
                 yield piece
@@ -246,6 +196,25 @@ class OpenAIServerBackend(Backend):
             else:
                 reason = StopReason.END_OF_STREAM
         generation.stop_reason = reason
+
+
+def _dropped(url: str, text: str) -> str:
+    return (
+        f"{url} sent the model's text without Harmony's special tokens "
+        f"(it began {text.strip()[:30]!r}, not <|channel|>): the server applies its own chat "
+        "template; use --api-style chat (or auto)"
+    )
+
+
+def count_usage(generation: Generation, usage: dict[str, Any]) -> None:
+    """Token counts from an OpenAI ``usage`` object."""
+    generation.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    generation.prompt_tokens_evaluated = generation.prompt_tokens
+    if usage.get("completion_tokens") is not None:
+        generation.completion_tokens = int(usage["completion_tokens"] or 0)
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+        generation.reasoning_tokens = int(details["reasoning_tokens"] or 0)
 
 
 class _HeaderWatch:
@@ -273,41 +242,23 @@ class _HeaderWatch:
                 self.recipient = None
 
 
-def _sse_data(response: httpx.Response) -> Iterator[str]:
-    """The ``data`` of each server-sent event (multi-line data joined with newlines)."""
-    lines: list[str] = []
-    for line in response.iter_lines():
-        if not line:
-            if lines:
-                yield "\n".join(lines)
-                lines = []
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        if field == "data":
-            lines.append(value[1:] if value.startswith(" ") else value)
-    if lines:
-        yield "\n".join(lines)
-
-
 def _completion_event(event: Any) -> tuple[str, str | None, dict[str, Any] | None]:
     """(text, finish_reason, usage) of one completion chunk; errors and junk raise."""
     if not isinstance(event, dict):
-        raise _ServerAnswer(f"sent an event that is not an object: {json.dumps(event)[:80]}")
+        raise ServerAnswer(f"sent an event that is not an object: {json.dumps(event)[:80]}")
     if "error" in event:
         error = event["error"]
         message = error.get("message") if isinstance(error, dict) else error
-        raise _ServerAnswer(f"reported an error: {str(message)[:300]}")
+        raise ServerAnswer(f"reported an error: {str(message)[:300]}")
     choices = event.get("choices")
     usage = event.get("usage") if isinstance(event.get("usage"), dict) else None
     if choices == [] and usage is not None:
         return "", None, usage
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _ServerAnswer(f"sent an event without choices: {json.dumps(event)[:80]}")
+        raise ServerAnswer(f"sent an event without choices: {json.dumps(event)[:80]}")
     choice = choices[0]
     text = choice.get("text", "")
     if not isinstance(text, str):
-        raise _ServerAnswer(f"sent a choice whose text is not a string: {json.dumps(choice)[:80]}")
+        raise ServerAnswer(f"sent a choice whose text is not a string: {json.dumps(choice)[:80]}")
     finish = choice.get("finish_reason")
     return text, finish if isinstance(finish, str) else None, usage

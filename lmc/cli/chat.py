@@ -11,6 +11,7 @@ from lmc.cli.session import (
     open_session,
     report,
     run_turn,
+    warn_cpu_only_once,
 )
 from lmc.cli.streams import stdin_lines
 from lmc.config import Settings, config_path, data_dir
@@ -56,6 +57,9 @@ def load_with_spinner(interpreter: Any, output: Output, settings: Settings) -> N
         reason = getattr(interpreter.backend, "context_reason", "")
         if reason:
             sys.stderr.write(f"lmc: context: {reason}\n")
+        dialect = getattr(interpreter.backend, "dialect_reason", "")
+        if dialect:
+            sys.stderr.write(f"lmc: dialect: {interpreter.backend.dialect} ({dialect})\n")
 
 
 #: Messages a resumed chat shows (the whole transcript is `lmc history show ID`).
@@ -134,6 +138,10 @@ def _chat_on(
     load_with_spinner(interpreter, output, settings)
     if output.mode == "json":
         return _json_chat(interpreter, output, confirmer, settings)
+    from lmc.backends import is_server_shortcut
+
+    if not (settings.api_base or settings.replay or is_server_shortcut(settings.model)):
+        warn_cpu_only_once(output.say)
     if resumed:
         _replay_history(interpreter, output)
     from lmc.terminal.input import ChatInput

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lmc.backends import is_server_shortcut
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import report, settings_for
 from lmc.config import config_path, data_dir
@@ -159,9 +160,34 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
     ]
 
 
+def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
+    """The server, the dialect lmc speaks with it and why, and the model it asks for."""
+    from lmc.backends.base import BackendConfig
+    from lmc.backends.detect import detect
+
+    config = BackendConfig(
+        model=settings.model,
+        api_base=settings.api_base,
+        api_style=settings.api_style,
+        api_key_env=settings.api_key_env,
+        timeout=30.0,
+    )
+    try:
+        found = detect(config)
+    except LmcError as exc:
+        return [("server", False, f"{settings.api_base or settings.model}: {exc}")]
+    return [
+        ("server", True, str(found.config.api_base)),
+        ("dialect", True, f"{found.dialect}: {found.reason}"),
+        ("model", True, found.config.model or "the server's default (it lists no models)"),
+    ]
+
+
 def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """(name, good, detail) for the sandbox: mode, tool, network, what is hidden."""
-    from lmc.computer.sandbox import DEFAULT_HIDDEN, INSTALL_HINT, find_tool, resolve_policy
+    from lmc.cli.session import sandbox_limits
+    from lmc.computer.sandbox import INSTALL_HINT, find_tool, resolve_policy
+    from lmc.computer.sandbox.report import protections
 
     tool = find_tool()
     lines: list[tuple[str, bool, str]] = []
@@ -171,6 +197,9 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
             network=settings.network,
             workdir=settings.workdir,
             hide=settings.sandbox_hide,
+            env=settings.sandbox_env,
+            keep_writable=settings.sandbox_writable,
+            limits=sandbox_limits(settings),
         )
     except LmcError as exc:
         return [("mode", False, f"{settings.sandbox}: {exc}"), ("tool", False, INSTALL_HINT)]
@@ -182,11 +211,38 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
         lines.append(("tool", False, f"{tool.problem}; {INSTALL_HINT}"))
     lines.append(("network", True, "on" if policy.network else "off inside the sandbox"))
     lines.append(("workdir", True, str(policy.workdir)))
-    hidden = [*DEFAULT_HIDDEN, *settings.sandbox_hide]
-    present = len(policy.hidden_paths())
-    lines.append(("hidden", True, f"{', '.join(hidden)} ({present} present here)"))
+    lines += protections(policy)
     if warning is not None:
         lines.append(("warning", False, warning))
+    return lines
+
+
+def gateway_lines(settings: Any) -> list[tuple[str, bool, str]]:
+    """(name, good, detail) for the kernel gateway: does it answer and take the token, and
+    which of lmc's languages it serves (through the kernelspecs they are mapped to)."""
+    from lmc.computer.gateway import GatewayClient, gateway_config
+
+    try:
+        config = gateway_config(settings)
+        assert config is not None
+        client = GatewayClient(config)
+    except LmcError as exc:
+        return [("gateway", False, str(exc))]
+    token = settings.sources.get("kernel_gateway_token", "default")
+    token_detail = "none" if config.token is None else f"set (from {token})"
+    try:
+        served = client.kernelspecs()
+    except LmcError as exc:
+        return [("gateway", False, str(exc)), ("token", False, token_detail)]
+    finally:
+        client.close()
+    lines = [("gateway", True, f"{config.url} answers"), ("token", True, token_detail)]
+    for language, name in sorted(config.kernels.items()):
+        found = name in served
+        detail = f"kernelspec {name}" + ("" if found else " (not on the gateway)")
+        lines.append((language, found, detail))
+    kernels = ", ".join(f"{n} ({lang or '?'})" for n, lang in sorted(served.items()))
+    lines.append(("kernelspecs", True, kernels or "none"))
     return lines
 
 
@@ -212,27 +268,16 @@ def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     return [("stt model", True, f"{spec} ({where})")]
 
 
-def api_base_check(api_base: str) -> tuple[bool, str]:
-    """Whether ``api_base`` is an http(s) URL and a server answers there (any HTTP status)."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(api_base)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        return False, f"{api_base} is not a URL: write it as http://HOST:PORT/v1"
-    import httpx
-
-    try:
-        answer = httpx.get(api_base.rstrip("/") + "/models", timeout=5.0)
-    except httpx.HTTPError as exc:
-        return False, f"nothing answers at {api_base}: {exc or type(exc).__name__}"
-    return True, f"OpenAI-compatible server at {api_base} (answers: HTTP {answer.status_code})"
-
-
 def _local_model_lines(settings: Any, line: Any) -> int:
     """The llama.cpp, model file and context lines; the number of failures among them."""
     backend = _backend_lines()
     for name, good, detail in backend:
         line(name, good, detail)
+    from lmc.backends.gpu import cpu_only_warning
+
+    warning = cpu_only_warning()
+    if warning is not None:  # a warning: it does not fail the check
+        line("warning", False, warning)
     good, detail = _model_line(settings.model)
     line("model", good, detail)
     if good:
@@ -260,11 +305,10 @@ def doctor(options: SharedOptions) -> int:
         line(name, works, detail)
         failures += name == "python" and not works
     out.write("model\n")
-    if settings.api_base:
-        good, detail = api_base_check(settings.api_base)
-        line("backend", good, detail)
-        failures += not good
-        line("model", True, settings.model or "the server's default model")
+    if settings.api_base or is_server_shortcut(settings.model):
+        for name, good, detail in server_lines(settings):
+            line(name, good, detail)
+            failures += not good
     else:
         failures += _local_model_lines(settings, line)
     if settings.mcp_servers:
@@ -292,4 +336,9 @@ def doctor(options: SharedOptions) -> int:
     out.write("sandbox\n")
     for name, good, detail in sandbox_lines(settings):
         line(name, good, detail)
+    if settings.kernel_gateway:
+        out.write("kernel gateway (remote kernels: contained by the gateway, not this sandbox)\n")
+        for name, good, detail in gateway_lines(settings):
+            line(name, good, detail)
+            failures += name in ("gateway", "python") and not good
     return 1 if failures else 0

@@ -36,7 +36,8 @@ def list_conversations(db: str | None) -> int:
     for info in conversations:
         when = info.updated_at[:16].replace("T", " ")
         count = f"{info.message_count} msg"
-        sys.stdout.write(f"{info.id:<{width}}  {when}  {count:>7}  {info.title}\n")
+        tokens = f"{info.tokens} tok"
+        sys.stdout.write(f"{info.id:<{width}}  {when}  {count:>7}  {tokens:>10}  {info.title}\n")
     return 0
 
 

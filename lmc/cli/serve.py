@@ -16,7 +16,13 @@ import sys
 from typing import Any
 
 from lmc.cli.options import SharedOptions
-from lmc.cli.session import EXIT_USAGE, make_interpreter, report, settings_for
+from lmc.cli.session import (
+    EXIT_USAGE,
+    check_kernel_gateway,
+    make_interpreter,
+    report,
+    settings_for,
+)
 from lmc.errors import LmcError
 
 __all__ = ["TOKEN_VARIABLE", "serve"]
@@ -96,9 +102,12 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
     try:
         settings = settings_for(options)
         verbose = settings.verbose
+        check_kernel_gateway(settings)  # each connection gets its own kernels there
         sock = _bind(host, port)
         shared = None
-        if not settings.api_base:
+        from lmc.backends import is_server_shortcut
+
+        if not (settings.api_base or is_server_shortcut(settings.model)):  # one model, shared
             what = settings.model or "the default model"
             _err(f"loading {what}…")
             loader = make_interpreter(settings)

@@ -32,6 +32,7 @@ __all__ = [
     "Output",
     "Session",
     "Turn",
+    "check_kernel_gateway",
     "make_interpreter",
     "make_output",
     "open_session",
@@ -197,6 +198,18 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
         return store.resolve(resume)
 
 
+def sandbox_limits(settings: Settings) -> Any:
+    """The sandbox's limits: the defaults, with what the config raises or lowers."""
+    from lmc.computer.sandbox import Limits
+
+    return Limits.chosen(
+        settings.sandbox_processes,
+        settings.sandbox_memory,
+        settings.sandbox_tmp_size,
+        settings.sandbox_shm_size,
+    )
+
+
 def sandbox_for(settings: Settings) -> Any:
     """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
     to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
@@ -207,11 +220,44 @@ def sandbox_for(settings: Settings) -> Any:
         network=settings.network,
         workdir=settings.workdir,
         hide=settings.sandbox_hide,
+        env=settings.sandbox_env,
+        keep_writable=settings.sandbox_writable,
+        limits=sandbox_limits(settings),
     )
     if warning is not None:
         sys.stderr.write(f"lmc: warning: {warning}\n")
         sys.stderr.flush()
     return policy
+
+
+def check_kernel_gateway(settings: Settings) -> None:
+    """Raise :class:`~lmc.errors.ComputerError` (one line naming the URL or the token) when
+    the kernel gateway ``settings`` name cannot run python: before the model is asked."""
+    if settings.kernel_gateway:
+        from lmc.computer.gateway import check_gateway, gateway_config
+
+        gateway = gateway_config(settings)
+        assert gateway is not None
+        check_gateway(gateway)
+
+
+def warn_cpu_only_once(say: Callable[[str], None]) -> None:
+    """At the first chat on a machine with a GPU that llama.cpp cannot use, say so once
+    (``lmc doctor`` says it every time)."""
+    from lmc.backends.gpu import cpu_only_warning
+
+    stamp = data_dir() / "gpu-warning-given"
+    if stamp.exists():
+        return
+    warning = cpu_only_warning()
+    if warning is None:
+        return
+    say(f"warning: {warning}")
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+    except OSError:
+        pass  # said again next time: better than never
 
 
 def make_interpreter(
@@ -253,6 +299,7 @@ def open_session(options: SharedOptions) -> Session | int:
         verbose = settings.verbose
         output = make_output(options, settings)
         conversation_id = resolve_resume(options.resume, settings.db_path)
+        check_kernel_gateway(settings)
         interpreter = make_interpreter(settings, conversation_id)
     except SandboxUnavailableError as exc:  # asked for a sandbox this machine cannot give
         report(exc, verbose=verbose)

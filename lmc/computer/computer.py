@@ -9,6 +9,10 @@ dies, hangs or runs too long) becomes output in that stream, never an exception.
 Kernels run in the sandbox :mod:`lmc.computer.sandbox` describes (by default ``workspace``
 wherever a sandbox tool works: writes only in the working directory and a private /tmp, no
 network, secrets hidden). A block that ran into it ends with one line saying so.
+
+With a :class:`~lmc.computer.gateway.GatewayConfig` the kernels run on a Jupyter Kernel or
+Enterprise Gateway instead (:mod:`lmc.computer.gateway_kernel`), with the same chunk stream;
+they are contained by the gateway's deployment, not by lmc's sandbox.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from lmc.computer.applescript import AppleScriptRunner
 from lmc.computer.chunks import (
@@ -34,17 +38,20 @@ from lmc.computer.chunks import (
 from lmc.computer.html import run_html
 from lmc.computer.kernel import (
     InterruptIgnored,
+    Kernel,
     KernelDied,
     KernelSession,
     TimedOut,
-    default_runtime_dir,
-    describe_exit,
 )
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
-from lmc.computer.sandbox import explain_block, resolve_policy
+from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
+from lmc.computer.sandbox import Limits, explain_block, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
+
+if TYPE_CHECKING:
+    from lmc.computer.gateway import GatewayConfig
 
 __all__ = ["Computer"]
 
@@ -62,8 +69,14 @@ class Computer:
     ``sandbox`` is ``"workspace"``, ``"read-only"``, ``"off"`` or None: workspace where a
     sandbox tool works, else off with a warning. Asking for a sandbox where none works raises
     :class:`~lmc.errors.SandboxUnavailableError`. ``network`` lets sandboxed code use the
-    network; ``hide`` adds paths to the hidden secrets. ``python`` runs the python kernel
-    with that interpreter (a venv's, with ipykernel) instead of lmc's own.
+    network; ``hide`` adds paths to the hidden secrets (absolute, ``~`` or globs);
+    ``sandbox_env`` names environment variables the code may see besides the allow-list;
+    ``sandbox_writable`` keeps paths in the workdir writable (``.venv``, ``.git``);
+    ``sandbox_limits`` sets the processes, memory and /tmp and /dev/shm sizes.
+
+    ``gateway`` runs the kernels on a Jupyter Kernel/Enterprise Gateway instead of here.
+    ``python`` runs the python kernel with that interpreter (a venv's, with ipykernel)
+    instead of lmc's own.
     """
 
     def __init__(
@@ -75,23 +88,33 @@ class Computer:
         network: bool = False,
         workdir: str | Path | None = None,
         hide: Sequence[str] = (),
+        sandbox_env: Sequence[str] = (),
+        sandbox_writable: Sequence[str] = (),
+        sandbox_limits: Limits | None = None,
+        gateway: GatewayConfig | None = None,
         python: str | None = None,
     ) -> None:
         self.timeout = timeout
         #: The interpreter that runs the python kernel (None: lmc's own), ``--python``.
         self.python = python
+        self.gateway = gateway
         where = workdir if workdir is not None else cwd
         self.cwd = None if where is None else Path(where).expanduser().resolve()
         self._hide = tuple(hide)
+        self._extras: dict[str, Any] = {
+            "env": tuple(sandbox_env),
+            "keep_writable": tuple(sandbox_writable),
+            "limits": sandbox_limits,
+        }
         self.sandbox, warning = resolve_policy(
-            sandbox, network=network, workdir=self.cwd, hide=self._hide
+            sandbox, network=network, workdir=self.cwd, hide=self._hide, **self._extras
         )
         if warning is not None:
             warnings.warn(f"lmc: {warning}", RuntimeWarning, stacklevel=2)
         self._notice: str | None = None  # said once, before the next run's output
         self._lock = threading.RLock()  # reentrant: interrupt() may run in a signal handler
-        self._sessions: dict[str, KernelSession] = {}
-        self._running: set[KernelSession] = set()
+        self._sessions: dict[str, Kernel] = {}
+        self._running: set[Kernel] = set()
         self._applescript = AppleScriptRunner()
         self._runtime_dir: Path | None = None
         self._closed = False
@@ -107,7 +130,7 @@ class Computer:
     def start(self, language: str) -> None:
         """Start ``language``'s kernel in the background; unknown or missing ones are ignored."""
         resolved = resolve_language(language)
-        if resolved is None or resolved.kernel is None or _missing(resolved):
+        if resolved is None or resolved.kernel is None or self._missing(resolved):
             return
         with contextlib.suppress(ComputerError):  # run() will say what is wrong
             self._session(resolved)
@@ -127,13 +150,18 @@ class Computer:
     def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
         """Change the sandbox (and/or its network); running kernels are shut down so the
         next run starts contained the new way. Returns the languages whose state was lost;
-        the next run's output starts by telling the model so."""
+        the next run's output starts by telling the model so. Kernels on a gateway are
+        contained by the gateway, not this sandbox: they keep running."""
         policy, _ = resolve_policy(
             mode if mode is not None else self.sandbox.mode,
             network=self.sandbox.network if network is None else network,
             workdir=self.sandbox.workdir,
             hide=self._hide,
+            **self._extras,
         )
+        if self.gateway is not None:
+            self.sandbox = policy
+            return []
         with self._lock:
             self.sandbox = policy
             lost = [name for name, s in self._sessions.items() if s.started_at is not None]
@@ -191,10 +219,10 @@ class Computer:
         elif self._closed:
             yield output_chunk("This computer has been closed; no code can run on it.\n")
         elif resolved.runner == "html":
-            yield from run_html(code)
+            yield from run_html(code, network=self.sandbox.network or not self.sandbox.enabled)
         elif resolved.runner == "applescript":
             yield from self._applescript.run(code, timeout=timeout or self.timeout)
-        elif _missing(resolved):
+        elif self._missing(resolved):
             yield output_chunk(
                 f"{resolved.name} code needs `{resolved.requires}`, which is not installed: "
                 f"{resolved.install_hint}.\n"
@@ -213,7 +241,7 @@ class Computer:
         if session.ready and not session.alive:
             yield output_chunk(
                 f"The {language.name} kernel had died since the last run "
-                f"({describe_exit(session.returncode)}); starting a fresh one, so earlier "
+                f"({session.death()}); starting a fresh one, so earlier "
                 "variables and imports are gone.\n"
             )
             try:
@@ -244,14 +272,16 @@ class Computer:
             with self._lock:
                 self._running.discard(session)
         policy = session.sandbox
-        line = None if policy is None else explain_block(seen.text(), policy)
+        line = None
+        if policy is not None:
+            line = explain_block(seen.text(), policy, out_of_memory=session.out_of_memory())
         if line is not None:
             yield output_chunk(("\n" if seen.open_line else "") + line + "\n")
 
     def _execute(
         self,
         language: Language,
-        session: KernelSession,
+        session: Kernel,
         translator: MessageTranslator,
         code: str,
         timeout: float | None,
@@ -271,7 +301,7 @@ class Computer:
     def _fault(
         self,
         language: Language,
-        session: KernelSession,
+        session: Kernel,
         fault: TimedOut | KernelDied | InterruptIgnored,
     ) -> str:
         """Say what went wrong; replace the kernel when it is gone or wedged."""
@@ -292,19 +322,17 @@ class Computer:
             f"{language.name} kernel was restarted; {lost}.\n"
         )
 
-    def _session(self, language: Language) -> KernelSession:
+    def _session(self, language: Language) -> Kernel:
         assert language.kernel is not None
         with self._lock:
             session = self._sessions.get(language.name)
             if session is None:
-                session = self._new_session(language.kernel)
+                session = self._new_session(language)
                 self._sessions[language.name] = session
         session.start()
         return session
 
-    def _replace(
-        self, language: Language, *, expected: KernelSession | None = None
-    ) -> KernelSession:
+    def _replace(self, language: Language, *, expected: Kernel | None = None) -> Kernel:
         """A fresh kernel for ``language``; with ``expected``, only if that one is current."""
         assert language.kernel is not None
         with self._lock:
@@ -314,21 +342,30 @@ class Computer:
             if self._closed:
                 raise ComputerError("this computer has been closed")
             old = self._sessions.pop(language.name, None)
-            session = self._new_session(language.kernel)
+            session = self._new_session(language)
             self._sessions[language.name] = session
         if old is not None:
             threading.Thread(target=old.shutdown, name="lmc-shutdown", daemon=True).start()
         session.start()
         return session
 
-    def _forget(self, language: Language, session: KernelSession) -> None:
+    def _forget(self, language: Language, session: Kernel) -> None:
         """Drop a kernel that failed to start, so the next run tries again."""
         with self._lock:
             if self._sessions.get(language.name) is session:
                 del self._sessions[language.name]
         session.shutdown()
 
-    def _new_session(self, kernel: str) -> KernelSession:
+    def _missing(self, language: Language) -> bool:
+        """A local kernel's program is not installed (a gateway brings its own)."""
+        return self.gateway is None and _missing(language)
+
+    def _new_session(self, language: Language) -> Kernel:
+        assert language.kernel is not None
+        if self.gateway is not None:
+            from lmc.computer.gateway_kernel import GatewayKernel
+
+            return GatewayKernel(self.gateway, language.name)
         if self._runtime_dir is None:
             self._runtime_dir = default_runtime_dir()
             self._finalizer.detach()
@@ -336,7 +373,7 @@ class Computer:
                 self, _shutdown_all, self._sessions, self._runtime_dir
             )
         return KernelSession(
-            kernel_spec(kernel, python=self.python),
+            kernel_spec(language.kernel, python=self.python),
             runtime_dir=self._runtime_dir,
             cwd=self.cwd,
             sandbox=self.sandbox,
@@ -369,7 +406,7 @@ def _missing(language: Language) -> bool:
     return language.requires is not None and shutil.which(language.requires) is None
 
 
-def _shutdown_all(sessions: dict[str, KernelSession], runtime_dir: Path | None) -> None:
+def _shutdown_all(sessions: dict[str, Kernel], runtime_dir: Path | None) -> None:
     """Shut kernels down in parallel (each may wait a moment for a clean exit)."""
     threads = []
     for session in list(sessions.values()):
@@ -383,4 +420,4 @@ def _shutdown_all(sessions: dict[str, KernelSession], runtime_dir: Path | None) 
     for thread in threads:
         thread.join()
     if runtime_dir is not None:
-        shutil.rmtree(runtime_dir, ignore_errors=True)
+        release_runtime_dir(runtime_dir)

@@ -35,13 +35,22 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 from lmc.computer.kernelspecs import KernelSpec, kernels_dir
-from lmc.computer.sandbox import SandboxPolicy, launch, wrap_command
+from lmc.computer.runtime import default_runtime_dir
+from lmc.computer.sandbox import SandboxLaunch, SandboxPolicy, launch, prepare_launch
 from lmc.errors import ComputerError
 
-__all__ = ["InterruptIgnored", "KernelDied", "KernelEvent", "KernelSession", "TimedOut"]
+__all__ = [
+    "InterruptIgnored",
+    "Kernel",
+    "KernelDied",
+    "KernelEvent",
+    "KernelSession",
+    "TimedOut",
+    "default_runtime_dir",
+]
 
 #: Seconds a kernel may take to start and answer kernel_info.
 START_TIMEOUT: Final = 60.0
@@ -66,13 +75,16 @@ KERNEL_ENV: Final = {"PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
 
 @dataclass(frozen=True)
 class KernelDied:
-    """The kernel process exited while a request was running."""
+    """The kernel process exited (or, remote, was lost) while a request was running."""
 
     returncode: int | None
+    #: What happened, in words, when there is no local exit status to describe (a remote
+    #: kernel the gateway restarted, or a gateway that went away).
+    reason: str | None = None
 
     def describe(self) -> str:
         """How it died, in words ("exit status 3", "killed by SIGSEGV (a crash)")."""
-        return describe_exit(self.returncode)
+        return self.reason if self.reason is not None else describe_exit(self.returncode)
 
 
 @dataclass(frozen=True)
@@ -111,6 +123,42 @@ def describe_exit(returncode: int | None) -> str:
     return f"it was killed by {name}{why}"
 
 
+class Kernel(Protocol):
+    """What :class:`~lmc.computer.Computer` needs of a kernel, local or remote.
+
+    :class:`KernelSession` runs one on this machine;
+    :class:`lmc.computer.gateway_kernel.GatewayKernel` has a Jupyter Kernel/Enterprise Gateway
+    run one.
+    """
+
+    sandbox: SandboxPolicy | None
+    started_at: float | None
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+    def death(self) -> str:
+        """How the kernel ended, in words, once it is not alive."""
+        ...
+
+    def out_of_memory(self) -> bool:
+        """Whether lmc's sandbox's memory limit killed one of its processes."""
+        ...
+
+    def start(self) -> None: ...
+
+    def wait_ready(self) -> None: ...
+
+    def interrupt(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]: ...
+
+
 class KernelSession:
     """A kernel process plus the sockets that drive it; one request at a time."""
 
@@ -147,6 +195,8 @@ class KernelSession:
         self._connection_file: Path | None = None
         self._log_path: Path | None = None
         self._interrupted_at: float | None = None
+        self._sandbox_launch: SandboxLaunch | None = None
+        self._signal_group: int | None = None
         self._one_request = threading.Lock()  # the sockets serve one execute at a time
         self.started_at: float | None = None
         self.ready_at: float | None = None
@@ -195,6 +245,10 @@ class KernelSession:
     def returncode(self) -> int | None:
         return None if self._process is None else self._exit_status(self._process.poll())
 
+    def death(self) -> str:
+        """How the kernel process ended, in words."""
+        return describe_exit(self.returncode)
+
     def _exit_status(self, returncode: int | None) -> int | None:
         """bwrap reports a kernel killed by signal N as status 128 + N: map it back."""
         if self.sandbox is not None and returncode is not None and 128 < returncode < 193:
@@ -217,7 +271,23 @@ class KernelSession:
                     client.control_channel.send(message)
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGINT)
+            os.killpg(self._interrupt_group(process.pid), signal.SIGINT)
+
+    def _interrupt_group(self, pid: int) -> int:
+        """The process group the code runs in: bwrap's own outside a sandbox; inside, the
+        sandbox's session (``--new-session``), led by the sandbox's init, bwrap's child."""
+        if self.sandbox is None or not sys.platform.startswith("linux"):
+            return pid
+        if self._signal_group is None:
+            children = Path(f"/proc/{pid}/task/{pid}/children")
+            with contextlib.suppress(OSError, ValueError):
+                self._signal_group = int(children.read_text().split()[0])
+        return pid if self._signal_group is None else self._signal_group
+
+    def out_of_memory(self) -> bool:
+        """Whether the sandbox's memory limit killed one of this kernel's processes."""
+        plan = self._sandbox_launch
+        return plan is not None and plan.out_of_memory()
 
     def shutdown(self) -> None:
         """Stop the kernel: a shutdown request, then SIGKILL to its group if it lingers."""
@@ -277,6 +347,8 @@ class KernelSession:
             self._log = None
         if self._connection_file is not None:
             shutil.rmtree(self._connection_file.parent, ignore_errors=True)
+        if self._sandbox_launch is not None:
+            self._sandbox_launch.close()
 
     # -- start-up (background thread) -------------------------------------------------------
 
@@ -315,35 +387,50 @@ class KernelSession:
         self._connection_file = connection_file
         self._log_path = self._runtime_dir / f"{stem}.log"
         self._log = self._log_path.open("wb")
-        env = {**os.environ, **KERNEL_ENV, **self.spec.env, **self._env}
+        kernel_env = {**KERNEL_ENV, **self.spec.env, **self._env}
         command = self.spec.command(str(connection_file))
         cwd = self._cwd
+        plan = SandboxLaunch(command, {**os.environ, **kernel_env})
         if self.sandbox is not None:
             cwd = cwd or self.sandbox.workdir
             # The spec's folder and its siblings (the wrapper kernels share lmc_wrapper/),
-            # and the interpreter: seen even when they live under /tmp, which is private.
+            # the interpreter, and the workdir (read-only mode binds it no other way): seen
+            # even when they live under /tmp, which is private.
             needed = [
+                self.sandbox.workdir,
                 kernels_dir(),
                 self.spec.resource_dir,
                 Path(sys.prefix),
                 Path(sys.base_prefix),
             ]
-            command = wrap_command(
-                self.sandbox, command, shared=[private], readable=needed, cwd=cwd
+            plan = prepare_launch(
+                self.sandbox,
+                command,
+                os.environ,
+                kernel_env=kernel_env,
+                shared=[private],
+                readable=needed,
+                cwd=cwd,
+                private_root=self._runtime_dir.parent,
             )
-        if self.sandbox is None or not self.sandbox.enabled:
-            command = _dying_with_lmc(command)
+            self._sandbox_launch = plan
+        else:
+            plan.argv = _dying_with_lmc(command)
         log = self._log
 
         def start() -> subprocess.Popen[bytes]:
-            process: subprocess.Popen[bytes] = launch_kernel(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log.fileno(),
-                stderr=log.fileno(),
-                env=env,
-                cwd=None if cwd is None else str(cwd),
-            )
+            try:
+                process: subprocess.Popen[bytes] = launch_kernel(
+                    plan.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log.fileno(),
+                    stderr=log.fileno(),
+                    env=plan.env,
+                    cwd=None if cwd is None else str(cwd),
+                    pass_fds=plan.pass_fds,
+                )
+            finally:
+                plan.started()
             return process
 
         try:
@@ -352,7 +439,7 @@ class KernelSession:
             self._process = launch(start)
         except OSError as exc:
             raise ComputerError(
-                f"could not run the {self.spec.name} kernel ({command[0]}): {exc}"
+                f"could not run the {self.spec.name} kernel ({plan.argv[0]}): {exc}"
             ) from exc
         if hasattr(os, "pidfd_open"):
             self._pidfd = os.pidfd_open(self._process.pid)
@@ -536,35 +623,3 @@ def _dying_with_lmc(argv: list[str]) -> list[str]:
         return argv
     setpriv = shutil.which("setpriv")
     return argv if setpriv is None else [setpriv, "--pdeathsig", "KILL", "--", *argv]
-
-
-#: Longest Unix socket path (sun_path holds 108 bytes on Linux, 104 on macOS), with a margin.
-_SOCKET_PATH_MAX: Final = 100
-#: What lmc adds below the temporary directory: its runtime dir, a kernel's dir, a socket.
-_SOCKET_NAME_ROOM: Final = len("/lmc-kernels-xxxxxxxx/k-xxxxxxxxxxxx-xxxxxxxx/s-65535")
-
-
-def default_runtime_dir() -> Path:
-    """A fresh private (0700) directory for connection files, kernel logs and sockets.
-
-    It lives in the temporary directory unless that path is too long for the kernels' Unix
-    sockets (a deep ``TMPDIR``); then in ``$XDG_RUNTIME_DIR`` or ``/tmp``, whichever fits.
-    """
-    import tempfile
-
-    base = tempfile.gettempdir()
-    if os.name == "posix" and len(base) + _SOCKET_NAME_ROOM > _SOCKET_PATH_MAX:
-        fitting = [
-            candidate
-            for candidate in (os.environ.get("XDG_RUNTIME_DIR"), "/tmp")
-            if candidate
-            and len(candidate) + _SOCKET_NAME_ROOM <= _SOCKET_PATH_MAX
-            and os.access(candidate, os.W_OK | os.X_OK)
-        ]
-        if not fitting:
-            raise ComputerError(
-                f"the temporary directory {base} is too long a path for the kernels' sockets",
-                hint="set TMPDIR to a shorter directory",
-            )
-        base = fitting[0]
-    return Path(tempfile.mkdtemp(prefix="lmc-kernels-", dir=base))

@@ -23,7 +23,10 @@ A parser made with a role (the prompt ended in ``<|start|>assistant``) starts in
 HEADER for that role; one made with ``role=None`` starts in BETWEEN. ``finish()`` ends a
 message still open with ``Terminator.END_OF_STREAM``.
 
-Real-model quirks accepted silently (see RULES.md): ``to=X`` anywhere in the header; a
+Real-model quirks accepted silently (see RULES.md): a header that runs straight into its
+text and is cut by a terminator or the end of the stream (``<|channel|>finalHello!``: the
+final message ``Hello!``, when the channel name is glued to the text and nothing else is in
+the header); ``to=X`` anywhere in the header; a
 missing space before ``<|constrain|>``; ``json`` without ``<|constrain|>``; tool calls on any
 channel; a stray ``<|channel|>commentary`` (the last channel named wins, and a header that is
 only a channel may be cut short by ``<|start|>``); and (*) a refusal written with no header at
@@ -84,6 +87,8 @@ _AUTHOR_ROLES: Final = frozenset({SYSTEM, DEVELOPER, USER, ASSISTANT})
 MAX_HEADER_CHARS: Final = 1024
 MAX_HEADER_MARKERS: Final = 32
 _RECIPIENT_PREFIX: Final = "to="
+#: A channel name with its message's text glued on (no space, no ``<|message|>``).
+_GLUED_RE: Final = re.compile(r"(analysis|commentary|final)(?=[^\s<])(.+)\Z", re.DOTALL)
 
 
 class _State(Enum):
@@ -379,12 +384,37 @@ class StreamParser:
                 return
             if terminator is not Terminator.END_OF_STREAM:
                 self._problem(f"empty message ended by {_marker_name(terminator)} skipped")
+        elif self._glued_header(terminator):
+            return
         else:
+            raw = "".join(t for t, _ in self._parts)[:120]
             self._problem(
-                f"message header ended by {_marker_name(terminator)} before <|message|>; dropped"
+                f"message header ended by {_marker_name(terminator)} before <|message|>; "
+                f"dropped: {raw!r}"
             )
         self._state = _State.BETWEEN
         self._stray_text_reported = False
+
+    def _glued_header(self, terminator: Terminator) -> bool:
+        """``<|channel|>finalHello!`` then a terminator or the end: a header that ran straight
+        into its text without ``<|message|>`` (llama.cpp forks, SGLang, MLX). When the text
+        glued to the channel name is all there is, it is that channel's message."""
+        markers = [i for i, (_, special) in enumerate(self._parts) if special]
+        if len(markers) != 1 or self._parts[markers[0]][0] != tokens.CHANNEL:
+            return False
+        before = "".join(t for t, _ in self._parts[: markers[0]]).split()
+        glued = _GLUED_RE.match("".join(t for t, _ in self._parts[markers[0] + 1 :]))
+        if glued is None or glued.group(2).startswith(_RECIPIENT_PREFIX):
+            return False
+        if len(before) > (0 if self._implicit else 1):
+            return False
+        if before and before[0].startswith(_RECIPIENT_PREFIX):
+            return False
+        role, name = _header_for(before[0] if before else self._implicit_role)
+        self._start_message(Header(role, name, glued.group(1)))
+        self._text(glued.group(2))
+        self._end_message(terminator)
+        return True
 
     def _start_headerless(self) -> None:
         role, name = _header_for(self._implicit_role)

@@ -110,6 +110,11 @@ def _load(state: ChatState, args: list[str]) -> None:
 
 
 def _tokens(state: ChatState, args: list[str]) -> None:
+    counts = getattr(state.interpreter, "token_counts", None)
+    if counts is not None:
+        last, total = counts()
+        if total.calls:
+            state.say(f"tokens: last turn {last.describe()}; conversation {total.describe()}")
     used, size = state.interpreter.token_usage()
     share = 100 * used / size if size else 0.0
     state.say(f"context: {used} of {size} tokens used ({share:.0f}%)")

@@ -57,7 +57,7 @@ def first_stopping(backend: OpenAIServerBackend, prompt: str) -> tuple[Any, list
 
 
 def test_llama_server_streams_and_max_tokens(llama_server: str) -> None:
-    with open_backend(BackendConfig(api_base=llama_server)) as backend:
+    with open_backend(BackendConfig(api_base=llama_server, api_style="completions")) as backend:
         generation = backend.generate(FINAL_PROMPT, SamplingSettings(max_tokens=6, seed=1))
         pieces = list(generation)
         assert generation.stop_reason is StopReason.MAX_TOKENS

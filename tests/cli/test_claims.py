@@ -103,10 +103,11 @@ def test_top_p_from_the_config_file_and_the_flag_reaches_the_model(
     config = Path(lmc_env["LMC_CONFIG"])
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("top_p = 0.25\n")
-    by_file = _run(lmc_env, "run", "--api-base", server, "hi")
+    by_file = _run(lmc_env, "run", "--api-base", server, "--api-style", "completions", "hi")
     assert by_file.exit_code == 0, by_file.stderr
     assert by_file.stdout == "Hi.\n\n"
-    by_flag = _run(lmc_env, "run", "--api-base", server, "--top-p", "0.5", "hi")
+    raw = ("--api-base", server, "--api-style", "completions")
+    by_flag = _run(lmc_env, "run", *raw, "--top-p", "0.5", "hi")
     assert by_flag.exit_code == 0, by_flag.stderr
     assert [body["top_p"] for body in _Recorder.bodies] == [0.25, 0.5]
     too_big = _run(lmc_env, "run", "--top-p", "1.5", "hi")

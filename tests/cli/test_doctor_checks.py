@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import http.server
 import socket
 import struct
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from lmc.cli.app import app
@@ -27,51 +23,19 @@ def _line(stdout: str, name: str) -> str:
     return next(line for line in stdout.splitlines() if line.split()[1:2] == [name])
 
 
-class _Models(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b'{"object": "list", "data": []}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def models_server() -> Iterator[str]:
-    """A loopback server that answers /v1/models, as an OpenAI-compatible server does."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 
 
-def test_doctor_checks_the_api_base_is_a_url_that_answers(
-    lmc_env: dict[str, str], models_server: str
-) -> None:
+def test_doctor_checks_the_api_base_is_a_url_that_answers(lmc_env: dict[str, str]) -> None:
     no_scheme = _run(lmc_env, "doctor", "--api-base", "127.0.0.1:8000/v1")
     assert no_scheme.exit_code == 1
-    assert "✗ backend" in no_scheme.stdout and "is not a URL" in no_scheme.stdout
+    assert "is not an http(s) URL" in _line(no_scheme.stdout, "server")
     silent = _run(lmc_env, "doctor", "--api-base", f"http://127.0.0.1:{_closed_port()}/v1")
     assert silent.exit_code == 1
-    assert "nothing answers at" in _line(silent.stdout, "backend")
-    answering = _run(lmc_env, "doctor", "--api-base", models_server)
-    backend = _line(answering.stdout, "backend")
-    assert backend.lstrip().startswith("✓") and "answers: HTTP 200" in backend
+    assert "cannot connect" in _line(silent.stdout, "server")
 
 
 def test_doctor_opens_the_model_file(

@@ -28,6 +28,11 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 NOT_RUN = {
     "sudo apt-get install -y python3-venv build-essential && python3 -m venv ~/.lmc && "
     "~/.lmc/bin/pip install .": "the install itself (root, apt and a 5-minute build)",
+    'CMAKE_ARGS="-DGGML_CUDA=on" ~/.lmc/bin/pip install --force-reinstall --no-cache-dir '
+    "llama-cpp-python": "rebuilds llama.cpp for an NVIDIA GPU",
+    '~/.lmc/bin/lmc run --model ollama:gpt-oss:20b "What is 34 / 24? Use Python."': (
+        "needs Ollama serving gpt-oss"
+    ),
     "lmc --model hf:ggml-org/gpt-oss-20b-GGUF": "downloads the 12 GB model",
     "lmc --api-base http://127.0.0.1:8000/v1": "needs a vLLM or llama.cpp server",
 }

@@ -179,3 +179,77 @@ def test_doctor_shows_the_sandbox(env: dict[str, str], work: Path) -> None:
     assert "✓ mode         workspace (default)" in section
     assert "bubblewrap at" in section and "network      on" in section
     assert f"workdir      {work}" in section and "~/.ssh" in section
+    for protection in ("environment", "user", "seccomp", "sockets", "repositories", "limits"):
+        assert f"✓ {protection:<12}" in section, section
+    assert "✗ mcp" in section and "outside the sandbox" in section
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ('[sandbox]\nhide = ["relative/secret"]\n', "sandbox.hide: 'relative/secret' is relative"),
+        ('[sandbox]\nmemory = "lots"\n', "must be a size such as 2GiB"),
+    ],
+)
+def test_an_unusable_sandbox_setting_stops_lmc_in_one_line(
+    config: str, said: str, env: dict[str, str], work: Path, tmp_path: Path,
+    tiny_model: Path, replay: Replay,
+) -> None:  # fmt: skip
+    (tmp_path / "config.toml").write_text(config)
+    path = replay(final("never"))
+    done = subprocess.run(
+        _lmc("run", "-y", "-m", str(tiny_model), "--replay", str(path), "--workdir", str(work),
+             "hi"),
+        env={**env, "LMC_CONFIG": str(tmp_path / "config.toml")},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0 and said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 2
+
+
+def test_a_workdir_of_root_is_refused_in_one_line(
+    env: dict[str, str], tiny_model: Path, replay: Replay
+) -> None:
+    path = replay(final("never"))
+    done = subprocess.run(
+        _lmc("run", "-y", "-m", str(tiny_model), "--replay", str(path), "--workdir", "/", "hi"),
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0 and "cannot use / as the working directory" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+ATTACK = """
+import os, pathlib
+print('KEYS', [k for k in os.environ if 'KEY' in k or 'TOKEN' in k])
+for target in ('.git/hooks/pre-commit', '.git/config', '.venv/lib/site.pth'):
+    try:
+        pathlib.Path(target).write_text('evil')
+        print('WROTE', target)
+    except OSError as exc:
+        print('DENIED', target, exc.errno)
+"""
+
+
+def test_yes_in_a_git_repository_with_api_keys_is_safe(
+    env: dict[str, str], work: Path, tiny_model: Path, replay: Replay
+) -> None:
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (work / ".venv" / "lib").mkdir(parents=True)
+    (work / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    hook_config = (work / ".git" / "config").read_text()
+    secrets = {"OPENAI_API_KEY": "sk-cli-secret", "GITHUB_TOKEN": "ghp-cli-secret"}
+    path = replay(code(ATTACK), final("Done."))
+    done = subprocess.run(
+        _lmc("run", "-y", "--json", "-m", str(tiny_model), "--replay", str(path),
+             "--workdir", str(work), "go"),
+        env={**env, **secrets}, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    chunks = [json.loads(line) for line in done.stdout.splitlines()]
+    said = "".join(c.get("content", "") for c in chunks if c.get("format") == "output")
+    assert "sk-cli-secret" not in said and "KEYS []" in said, said
+    assert "WROTE" not in said and said.count("DENIED") == 3, said
+    assert not (work / ".git" / "hooks" / "pre-commit").exists()
+    assert (work / ".git" / "config").read_text() == hook_config
+    assert not (work / ".venv" / "lib" / "site.pth").exists()

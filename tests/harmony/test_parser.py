@@ -399,3 +399,38 @@ def test_cut_character_then_text_or_marker_gives_replacement_first() -> None:
     parser.feed(b"\xe4\xb8")
     assert parser.feed_text("y<|end|>")[:2] == [ContentDelta("\ufffd"), ContentDelta("y")]
     assert parser.messages[0].text == "a\ufffdx\ufffdy"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<|channel|>finalHello!", [("assistant", "final", "Hello!")]),
+        ("<|channel|>finalHello!<|return|>", [("assistant", "final", "Hello!")]),
+        (
+            "<|channel|>analysisLet me think.<|end|><|start|>assistant<|channel|>final42<|return|>",
+            [("assistant", "analysis", "Let me think."), ("assistant", "final", "42")],
+        ),
+    ],
+)
+def test_a_header_run_into_its_text_is_recovered_when_the_intent_is_clear(
+    text: str, expected: list[tuple[str, str, str]]
+) -> None:
+    """Engines that break the grammar (llama.cpp forks, SGLang, MLX) may drop <|message|>:
+    the channel name glued to the text is that channel's message, with no problem."""
+    parser = StreamParser()
+    events = parser.feed_text(text) + parser.finish()
+    assert [(m.role, m.channel, m.text) for m in parser.messages] == expected
+    assert not [e for e in events if isinstance(e, ParseProblem)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["<|channel|>final json", "<|channel|>commentary to=functions.x{}", "<|channel|>finalto=x"],
+)
+def test_an_unclear_header_is_one_problem_that_keeps_the_raw_text(text: str) -> None:
+    parser = StreamParser()
+    events = parser.feed_text(text) + parser.finish()
+    problems = [e.message for e in events if isinstance(e, ParseProblem)]
+    assert parser.messages == []
+    assert len(problems) == 1 and "\n" not in problems[0]
+    assert repr(text) in problems[0]  # the dropped text, for --verbose and the stored note

@@ -2,25 +2,32 @@
 
 :class:`SandboxPolicy` says what the code may do; :func:`resolve_policy` turns the person's
 choice (a mode or None for "the default") into a policy, checking that the tool works;
-:func:`wrap_command` turns a kernel's argv into the sandboxed one; :func:`explain_block`
-writes the line that tells the person and the model a block was blocked.
+:func:`prepare_launch` turns a kernel's argv and environment into the sandboxed ones (with
+the seccomp filter's descriptor and the kernel's limits); :func:`explain_block` writes the
+line that tells the person and the model a block was blocked.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lmc.computer.sandbox.detect import INSTALL_HINT, SandboxTool, find_tool
 from lmc.computer.sandbox.explain import PREFIX, explain_block
 from lmc.computer.sandbox.launcher import launch
+from lmc.computer.sandbox.limits import KernelLimits, Limits, find_backend
 from lmc.computer.sandbox.policy import (
     DEFAULT_HIDDEN,
     MODES,
     Mode,
     SandboxPolicy,
+    check_hide,
     check_mode,
+    check_workdir,
 )
 from lmc.errors import SandboxUnavailableError
 
@@ -29,13 +36,16 @@ __all__ = [
     "INSTALL_HINT",
     "MODES",
     "PREFIX",
+    "Limits",
     "Mode",
+    "SandboxLaunch",
     "SandboxPolicy",
     "SandboxTool",
     "check_mode",
     "explain_block",
     "find_tool",
     "launch",
+    "prepare_launch",
     "resolve_policy",
     "wrap_command",
 ]
@@ -47,26 +57,119 @@ def resolve_policy(
     network: bool = False,
     workdir: str | Path | None = None,
     hide: Sequence[str] = (),
+    env: Sequence[str] = (),
+    keep_writable: Sequence[str] = (),
+    limits: Limits | None = None,
 ) -> tuple[SandboxPolicy, str | None]:
     """The policy for ``mode`` (None: workspace where a sandbox works, else off) and a
     warning for the person when the default had to fall back to no sandbox.
 
-    Raises :class:`SandboxUnavailableError` when a sandbox is asked for and cannot be had.
+    Raises :class:`SandboxUnavailableError` when a sandbox is asked for and cannot be had,
+    and :class:`~lmc.errors.ConfigError` for a hide entry or working directory it cannot use.
     """
     where = Path.cwd() if workdir is None else Path(workdir).expanduser()
     where = where.resolve()
     chosen = None if mode is None else check_mode(mode)
-    base = SandboxPolicy(mode="off", network=network, workdir=where, hide=tuple(hide))
+    base = SandboxPolicy(
+        mode="off",
+        network=network,
+        workdir=where,
+        hide=tuple(hide),
+        env=tuple(env),
+        keep_writable=tuple(keep_writable),
+        limits=limits or Limits(),
+    )
     if chosen == "off":
         return base, None
+    check_hide(hide)
     tool = find_tool()
     if tool.usable:
-        return SandboxPolicy(chosen or "workspace", network, where, tuple(hide)), None
+        check_workdir(where)
+        return replace(base, mode=chosen or "workspace"), None
     if chosen is not None:
         raise SandboxUnavailableError(
             f"--sandbox {chosen} needs a sandbox tool: {tool.problem}", hint=INSTALL_HINT
         )
     return base, f"code runs without a sandbox ({tool.problem}); {INSTALL_HINT}"
+
+
+@dataclass
+class SandboxLaunch:
+    """How to start one sandboxed kernel: ``argv`` and ``env`` for the process,
+    ``pass_fds`` it inherits, and what to undo when it is gone (:meth:`close`)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...] = ()
+    limits: KernelLimits | None = None
+    _fds: list[int] = field(default_factory=list)
+
+    def started(self) -> None:
+        """The process has its copies of the descriptors: close lmc's."""
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+
+    def out_of_memory(self) -> bool:
+        return self.limits is not None and self.limits.out_of_memory()
+
+    def close(self) -> None:
+        """The kernel is gone: close what is left, remove its control groups."""
+        self.started()
+        if self.limits is not None:
+            self.limits.remove()
+
+
+def prepare_launch(
+    policy: SandboxPolicy,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    kernel_env: Mapping[str, str] | None = None,
+    shared: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
+    cwd: Path | None = None,
+    private_root: Path | None = None,
+) -> SandboxLaunch:
+    """The sandboxed start of ``argv``: command line, filtered environment, seccomp
+    descriptor and limits (unchanged argv and environment when the policy is off)."""
+    if not policy.enabled:
+        return SandboxLaunch(list(argv), {**env, **(kernel_env or {})})
+    from lmc.computer.sandbox.env import sandbox_env
+
+    tool = find_tool()
+    if not tool.usable or tool.path is None:
+        raise SandboxUnavailableError(f"the sandbox is gone: {tool.problem}", hint=INSTALL_HINT)
+    clean = sandbox_env(env, listed=policy.env, kernel=kernel_env)
+    if tool.kind == "seatbelt" or sys.platform == "darwin":
+        from lmc.computer.sandbox.seatbelt import seatbelt_command
+
+        return SandboxLaunch(seatbelt_command(tool.path, policy, argv, shared=shared), clean)
+    from lmc.computer.sandbox.bubblewrap import bwrap_command
+    from lmc.computer.sandbox.seccomp import seccomp_fd
+
+    fd = seccomp_fd()
+    command = bwrap_command(
+        tool.path,
+        policy,
+        argv,
+        shared=shared,
+        readable=readable,
+        cwd=cwd,
+        private_root=private_root,
+        seccomp_fd=fd,
+    )
+    fds = [] if fd is None else [fd]
+    limits = KernelLimits(find_backend(), policy.limits)
+    try:
+        command = [*limits.create(), *command]
+    except OSError as exc:
+        for descriptor in fds:
+            os.close(descriptor)
+        limits.remove()
+        raise SandboxUnavailableError(f"could not set the sandbox's limits: {exc}") from exc
+    return SandboxLaunch(command, clean, tuple(fds), limits, fds)
 
 
 def wrap_command(

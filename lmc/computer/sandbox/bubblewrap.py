@@ -1,13 +1,15 @@
 """The bubblewrap (``bwrap``) command line for a policy, on Linux.
 
-The whole file system is mounted read-only, then the writable places are bound over it
-(the working directory in ``workspace`` mode, the kernel's private socket directory), then
-each hidden secret is covered (an empty read-only tmpfs over a directory, /dev/null over a
-file), last so that a secret inside the working directory stays hidden. /tmp is a private
-tmpfs, /dev and /proc are fresh, and the kernel runs in its own PID namespace (with
-``--die-with-parent``): when the kernel, bwrap or lmc dies, everything the code started dies
-with it, ``setsid`` daemons included. Without the network the kernel gets its own network
-namespace (loopback only, not the host's).
+The whole file system is mounted read-only, then :mod:`.masks` shapes it (the home folder
+sealed, the writable places bound over it, repositories and virtual environments in them
+read-only again, secrets, host sockets and other lmc sessions' folders covered). /tmp and
+/dev/shm are private tmpfs of a bounded size, /run is an empty tmpfs (no system sockets),
+/dev and /proc are fresh (``/proc/sys`` read-only, ``/proc/keys`` and ``/proc/key-users``
+empty). The code runs as an unprivileged user of a new user namespace with no capabilities,
+in its own session (no controlling terminal to inject keystrokes into) and PID namespace
+(with ``--die-with-parent``: when the kernel, bwrap or lmc dies, everything the code started
+dies with it), under the seccomp filter of :mod:`.seccomp`. Without the network the kernel
+gets its own network namespace (loopback only, no abstract Unix sockets of the host).
 
 Signals: lmc interrupts a kernel with SIGINT to its process group, which holds bwrap too.
 bwrap is started with SIGINT ignored (``env --ignore-signal=INT``) so that it survives, and
@@ -20,25 +22,68 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
+from lmc.computer.sandbox.masks import mounts
 from lmc.computer.sandbox.policy import SandboxPolicy
 
-__all__ = ["bwrap_command", "probe_command", "signal_prefix"]
+__all__ = ["UNPRIVILEGED_ID", "bwrap_command", "probe_command", "signal_prefix"]
 
 _BASE = (
     "--ro-bind", "/", "/",
     "--dev", "/dev",
     "--proc", "/proc",
-    "--tmpfs", "/tmp",
     "--unshare-pid",
     "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
     "--die-with-parent",
 )  # fmt: skip
+_PROC_MASKS = (
+    "--ro-bind", "/proc/sys", "/proc/sys",
+    "--ro-bind", "/dev/null", "/proc/keys",
+    "--ro-bind", "/dev/null", "/proc/key-users",
+)  # fmt: skip
+#: The user lmc's code runs as when lmc itself is root (in the sandbox's user namespace).
+UNPRIVILEGED_ID: Final = 1000
 
 
 def signal_prefix() -> list[str]:
     """What runs bwrap with SIGINT ignored (it must outlive an interrupt to its group)."""
     return ["env", "--ignore-signal=INT"]
+
+
+def _identity() -> list[str]:
+    """A user namespace that maps the code to an unprivileged user with no capabilities."""
+    uid, gid = os.getuid(), os.getgid()
+    inner_uid = UNPRIVILEGED_ID if uid == 0 else uid
+    inner_gid = UNPRIVILEGED_ID if gid == 0 else gid
+    return [
+        "--unshare-user",
+        "--uid", str(inner_uid),
+        "--gid", str(inner_gid),
+        "--cap-drop", "ALL",
+        "--new-session",
+    ]  # fmt: skip
+
+
+def _private_tmp(policy: SandboxPolicy) -> list[str]:
+    limits = policy.limits
+    return [
+        "--size", str(limits.tmp_size), "--tmpfs", "/tmp",
+        "--size", str(limits.shm_size), "--tmpfs", "/dev/shm",
+    ]  # fmt: skip
+
+
+def _run(policy: SandboxPolicy) -> list[str]:
+    """An empty /run (no system sockets); with the network, the resolver's file back."""
+    args = ["--tmpfs", "/run"]
+    if policy.network:
+        resolv = Path("/etc/resolv.conf")
+        real = resolv.resolve()
+        if resolv.is_symlink() and real.is_relative_to("/run") and real.exists():
+            args += ["--ro-bind", str(real), str(real)]
+    return args
 
 
 def bwrap_command(
@@ -49,35 +94,28 @@ def bwrap_command(
     shared: Sequence[Path] = (),
     readable: Sequence[Path] = (),
     cwd: Path | None = None,
+    private_root: Path | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The argv that runs ``argv`` inside bubblewrap under ``policy``.
 
     ``shared`` are directories bound writable at the same path (the kernel's sockets);
-    ``readable`` are what the kernel needs to read (its interpreter, its spec).
+    ``readable`` are what the kernel needs to read (its interpreter, its spec);
+    ``private_root`` is the folder of every lmc session's kernels (covered, ``shared``
+    bound back); ``seccomp_fd`` a descriptor holding the filter (inherited by bwrap).
     """
-    command = [*signal_prefix(), bwrap, *_BASE]
+    command = [*signal_prefix(), bwrap, *_BASE, *_identity(), *_PROC_MASKS]
+    command += _private_tmp(policy) + _run(policy)
     if not policy.network:
         command.append("--unshare-net")
-    # The private /tmp covers the host's: what the kernel must read there (its working
-    # directory in read-only mode, an interpreter or kernel spec under /tmp) is bound back.
-    for directory in (policy.workdir, *readable):
-        needed = Path(directory).resolve()
-        if needed.is_relative_to("/tmp") and needed.exists():
-            command += ["--ro-bind", str(needed), str(needed)]
-    for directory in (*policy.writable(), *shared):
-        real = str(Path(directory).resolve())
-        command += ["--bind", real, real]
-    for hidden in policy.hidden_paths():
-        target = str(hidden)
-        if hidden.is_dir():
-            command += ["--tmpfs", target, "--remount-ro", target]
-        else:
-            command += ["--ro-bind", "/dev/null", target]
+    command += mounts(policy, shared=shared, readable=readable, private_root=private_root)
     start = (cwd or policy.workdir).resolve()
     # ipykernel would take the sandbox's init (pid 1) for an orphaning and exit; the PID
     # namespace and die-with-parent already end the kernel with its parent.
     command += ["--unsetenv", "JPY_PARENT_PID", "--setenv", "TMPDIR", "/tmp"]
     command += _matplotlib_env()
+    if seccomp_fd is not None:
+        command += ["--seccomp", str(seccomp_fd)]
     command += ["--chdir", str(start), "--"]
     command += ["env", "--default-signal=INT", *argv]
     return command
@@ -102,6 +140,8 @@ def probe_command(bwrap: str) -> list[str]:
         *signal_prefix(),
         bwrap,
         *_BASE,
+        *_identity(),
+        *_PROC_MASKS,
         "--unshare-net",
         "--",
         "env",

@@ -31,11 +31,33 @@ _MISSING = re.compile(
 )
 
 
-def explain_block(output: str, policy: SandboxPolicy) -> str | None:
-    """The sandbox line for a block's ``output``, or None when the sandbox played no part."""
+_PROCESSES = re.compile(
+    r"(?i:resource temporarily unavailable|cannot fork|fork: retry)|\bEAGAIN\b|BlockingIOError"
+)
+_SPACE = re.compile(r"(?i:no space left on device)|\bENOSPC\b")
+
+
+def _limit_reasons(output: str, policy: SandboxPolicy, out_of_memory: bool) -> list[str]:
+    limits = policy.limits.describe().split(", ")
+    reasons = []
+    if _PROCESSES.search(output):
+        reasons.append(f"it may start at most {limits[0]} (`sandbox.processes` raises that)")
+    if _SPACE.search(output):
+        reasons.append(
+            f"its private {limits[2]} and {limits[3]} are full "
+            "(`sandbox.tmp_size` / `sandbox.shm_size` raise them; the workdir has room)"
+        )
+    if out_of_memory:
+        reasons.append(f"it hit its memory limit, {limits[1]} (`sandbox.memory` raises it)")
+    return reasons
+
+
+def explain_block(output: str, policy: SandboxPolicy, *, out_of_memory: bool = False) -> str | None:
+    """The sandbox line for a block's ``output``, or None when the sandbox played no part.
+    ``out_of_memory``: the memory limit killed one of the block's processes."""
     if not policy.enabled:
         return None
-    reasons: list[str] = []
+    reasons = _limit_reasons(output, policy, out_of_memory)
     if _WRITE.search(output):
         where = (
             f"only in {policy.workdir} and /tmp"
@@ -47,8 +69,8 @@ def explain_block(output: str, policy: SandboxPolicy) -> str | None:
         )
     if not policy.network and _NETWORK.search(output):
         reasons.append("it has no network; `--network` (in the chat: `%network on`) allows it")
-    hidden = _hidden_mentioned(output, policy)
-    if hidden is not None and _MISSING.search(output):
+    hidden = _hidden_mentioned(output, policy) if _MISSING.search(output) else None
+    if hidden is not None:
         reasons.append(f"{hidden} is hidden (secrets show empty); `--sandbox off` shows it")
     if not reasons:
         return None

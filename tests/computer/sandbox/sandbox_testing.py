@@ -161,3 +161,7 @@ def loopback_server() -> Iterator[int]:
         stop.set()
         thread.join()
         server.close()
+
+
+#: How a blocked block's explanation line starts.
+PREFIX_LINE = "[blocked by the sandbox]"

@@ -37,20 +37,23 @@ def test_modes_are_checked() -> None:
         check_mode("container")
 
 
-def test_bwrap_binds_the_workdir_then_hides_secrets_last(home: Path, tmp_path: Path) -> None:
+def test_bwrap_seals_home_binds_the_workdir_and_hides_secrets(home: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
-    work.mkdir()
+    (work / ".ssh").mkdir(parents=True)  # a secret's name inside the workdir: not hidden
+    (home / "notes.txt").write_text("n")
     policy = SandboxPolicy("workspace", network=False, workdir=work, hide=(str(home / "x"),))
     argv = bwrap_command("/usr/bin/bwrap", policy, ["kernel", "-f", "c.json"], shared=[home])
     joined = " ".join(argv)
     assert argv[:3] == ["env", "--ignore-signal=INT", "/usr/bin/bwrap"]
     assert "--ro-bind / /" in joined and "--unshare-net" in argv and "--unshare-pid" in argv
-    assert "--die-with-parent" in argv
+    assert "--die-with-parent" in argv and "--cap-drop ALL" in joined
+    assert "--unshare-user" in argv and "--new-session" in argv
     assert f"--bind {work} {work}" in joined
-    ssh = joined.index(f"--tmpfs {home / '.ssh'} --remount-ro {home / '.ssh'}")
-    assert joined.index(f"--bind {home} {home}") < ssh  # a secret in a shared dir stays hidden
-    assert f"--ro-bind /dev/null {home / '.netrc'}" in joined
-    assert str(home / "x") not in joined  # a hide entry that does not exist is skipped
+    seal = joined.index(f"--tmpfs {home} ")
+    notes = joined.index(f"--ro-bind {home / 'notes.txt'} {home / 'notes.txt'}")
+    assert seal < notes and f"--bind {home} {home}" in joined
+    assert f"{home / '.ssh'} " not in joined and str(home / ".netrc") not in joined
+    assert joined.endswith(f"--remount-ro {home} --unsetenv" + joined.split("--unsetenv", 1)[1])
     assert argv[-5:] == ["env", "--default-signal=INT", "kernel", "-f", "c.json"]
 
 

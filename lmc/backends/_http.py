@@ -1,0 +1,187 @@
+"""What every server transport shares: one mapping of HTTP errors, SSE, URLs and the key.
+
+Every foreign error (httpx, JSON, a server's error answer) becomes a
+:class:`lmc.errors.ServerError` in :func:`server_errors`, the one place that maps them. A
+refused key (HTTP 401/403) is one line naming the variable the key came from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from lmc.errors import ConfigError, ServerError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from lmc.backends.base import BackendConfig
+
+__all__ = [
+    "ServerAnswer",
+    "checked_url",
+    "key_source",
+    "make_client",
+    "server_errors",
+    "split_base",
+    "sse_data",
+]
+
+_CONNECT_TIMEOUT = 10.0
+
+
+class ServerAnswer(Exception):
+    """Raised inside the mapping block for an answer that is not what the API promises."""
+
+
+@contextmanager
+def server_errors(url: str, timeout: float, key_from: str | None = None) -> Iterator[None]:
+    """The one place where httpx, JSON and protocol errors become ServerError."""
+    import httpx
+
+    try:
+        yield
+    except httpx.ConnectError as exc:
+        raise ServerError(
+            f"cannot connect to {url}: {_reason(exc) or 'connection refused'}",
+            hint="Is the server running, and is --api-base its address (e.g. http://host:8000/v1)?",
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise ServerError(f"{url} did not answer within {timeout:g} s") from exc
+    except httpx.HTTPStatusError as exc:
+        status = exc.response.status_code
+        if status in (401, 403):
+            raise ServerError(_refused(url, status, key_from)) from exc
+        raise ServerError(
+            f"{url} answered HTTP {exc.response.status_code}: {_error_text(exc.response)}"
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise ServerError(f"the connection to {url} failed: {_reason(exc)}") from exc
+    except json.JSONDecodeError as exc:
+        raise ServerError(f"{url} sent a malformed event (not JSON): {exc.doc[:80]!r}") from exc
+    except ServerAnswer as exc:
+        raise ServerError(f"{url} {exc}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[-1] if text else type(exc).__name__
+
+
+def _error_text(response: httpx.Response) -> str:
+    """An error answer's message on one line (a heading line ending in ':' keeps the next)."""
+    lines = [line.strip() for line in _error_body(response).splitlines() if line.strip()]
+    if not lines:
+        return response.reason_phrase
+    text = " ".join(lines[:2]) if lines[0].endswith(":") else lines[0]
+    return text[:300]
+
+
+def _error_body(response: httpx.Response) -> str:
+    """The message of an error answer: OpenAI's ``{"error": {"message"}}`` or the body."""
+    try:
+        body = response.json()
+    except Exception:
+        try:
+            text = response.text.strip()
+        except Exception:
+            text = ""
+        return text[:200] or response.reason_phrase
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])[:300]
+    if isinstance(error, str):
+        return error[:300]
+    if isinstance(body, dict) and body.get("detail"):
+        return str(body["detail"])[:300]
+    return json.dumps(body)[:200]
+
+
+def checked_url(url: str, api_base: str) -> str:
+    """``url`` if httpx can send to it; a malformed ``api_base`` is a configuration error."""
+    import httpx
+
+    hint = "give the server's base URL, e.g. http://127.0.0.1:8080/v1"
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ConfigError(f"api_base {api_base!r} is not a valid URL: {exc}", hint=hint) from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigError(f"api_base {api_base!r} is not an http(s) URL", hint=hint)
+    return url
+
+
+def sse_data(response: httpx.Response) -> Iterator[str]:
+    """The ``data`` of each server-sent event (multi-line data joined with newlines)."""
+    lines: list[str] = []
+    for line in response.iter_lines():
+        if not line:
+            if lines:
+                yield "\n".join(lines)
+                lines = []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            lines.append(value[1:] if value.startswith(" ") else value)
+    if lines:
+        yield "\n".join(lines)
+
+
+def split_base(api_base: str) -> tuple[str, str]:
+    """(server root, its /v1 URL) for a root or a /v1 URL."""
+    base = api_base.rstrip("/")
+    if base.endswith("/v1"):
+        return base[: -len("/v1")], base
+    return base, f"{base}/v1"
+
+
+def _refused(url: str, status: int, key_from: str | None) -> str:
+    what = "refused the API key" if key_from else "needs an API key"
+    where = f"from ${key_from}" if key_from else "set LMC_API_KEY (or OPENAI_API_KEY)"
+    verb = "check the key" if key_from else ""
+    tail = f"{verb} {where}".strip()
+    return f"{url} {what} (HTTP {status}): {tail}"
+
+
+def key_source(
+    config: BackendConfig, env: dict[str, str] | None = None
+) -> tuple[str | None, str | None]:
+    """(key, where it came from): the config's own key, else ``LMC_API_KEY``, else the
+    variable ``api_key_env`` names (``OPENAI_API_KEY``). Never logged or stored."""
+    import os
+
+    env = dict(os.environ) if env is None else env
+    if config.api_key:
+        return config.api_key, "the api_key setting"
+    for name in ("LMC_API_KEY", config.api_key_env or "OPENAI_API_KEY"):
+        value = env.get(name, "").strip()
+        if value:
+            return value, name
+    return None, None
+
+
+def make_client(config: BackendConfig, key: str | None) -> httpx.Client:
+    """An httpx client with the bearer key and the configured timeouts."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(
+        headers=headers,
+        timeout=httpx.Timeout(config.timeout, connect=min(_CONNECT_TIMEOUT, config.timeout)),
+    )
+
+
+def json_object(data: str) -> dict[str, Any]:
+    """One event's JSON, which must be an object; an ``error`` in it is the server's error."""
+    event = json.loads(data)
+    if not isinstance(event, dict):
+        raise ServerAnswer(f"sent an event that is not an object: {data[:80]}")
+    if event.get("error"):
+        error = event["error"]
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ServerAnswer(f"reported an error: {str(message)[:300]}")
+    return event

@@ -1,0 +1,203 @@
+"""Chat Completions (``/v1/chat/completions``): Ollama's /v1, LM Studio, vLLM, llama.cpp's
+server and hosted providers.
+
+lmc's tools go out as JSON-Schema functions, each call result as a ``tool`` message with its
+call's id. Servers name the reasoning differently and have changed it over time
+(``reasoning_content``: vLLM, llama.cpp, older LM Studio; ``reasoning``: LM Studio 0.3.23+,
+Ollama's /v1, newer vLLM, OpenRouter-style hosts; ``thinking`` elsewhere): any of them is
+read, and reasoning within a turn goes back under the name the server used. A usage-only
+chunk after the last choice (``stream_options.include_usage``) carries counts, never a stop.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from lmc.backends._chatlike import ChatLikeBackend
+from lmc.backends._dialogue import (
+    HarmonyWriter,
+    Prompt,
+    call_key,
+    stop_after_answer,
+    tool_payload,
+)
+from lmc.backends._http import ServerAnswer, json_object, split_base, sse_data
+from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
+from lmc.backends.openai_server import count_usage
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["REASONING_FIELDS", "ChatBackend"]
+
+#: Where servers put the reasoning, in the order they are looked for.
+REASONING_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")
+
+
+@dataclass(slots=True)
+class _ToolCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class ChatBackend(ChatLikeBackend):
+    """gpt-oss behind ``/v1/chat/completions``."""
+
+    dialect = "chat"
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        #: The field the server streamed reasoning in (None until it did).
+        self.reasoning_field: str | None = None
+
+    def endpoint(self, api_base: str) -> str:
+        return f"{split_base(api_base)[1]}/chat/completions"
+
+    # -- the request -------------------------------------------------------------------------
+
+    def body(self, prompt: Prompt, settings: SamplingSettings) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "messages": self.messages(prompt),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+        }
+        if self.config.model:
+            body["model"] = self.config.model
+        if settings.max_tokens is not None:
+            body["max_tokens"] = settings.max_tokens
+        if (seed := self.seed(settings)) is not None:
+            body["seed"] = seed
+        if prompt.effort:
+            body["reasoning_effort"] = prompt.effort
+        if settings.functions:
+            body["tools"] = tool_payload(settings.functions)
+        return body
+
+    def messages(self, prompt: Prompt) -> list[dict[str, Any]]:
+        """The conversation as Chat Completions messages."""
+        out: list[dict[str, Any]] = []
+        if prompt.instructions:
+            out.append({"role": "system", "content": prompt.instructions})
+        reasoning = ""
+        for turn in prompt.turns:
+            if turn.kind == "user":
+                out.append({"role": "user", "content": turn.text})
+            elif turn.kind == "reasoning":
+                reasoning += turn.text
+            elif turn.kind == "text":
+                out.append(self._assistant(turn.text, reasoning))
+                reasoning = ""
+            elif turn.kind == "call":
+                call = {
+                    "id": turn.call_id,
+                    "type": "function",
+                    "function": {"name": turn.name, "arguments": turn.text},
+                }
+                last = out[-1] if out else None
+                if (
+                    last
+                    and last["role"] == "assistant"
+                    and "tool_calls" not in last
+                    and not reasoning
+                ):
+                    last["tool_calls"] = [call]
+                else:
+                    message = self._assistant("", reasoning)
+                    message["tool_calls"] = [call]
+                    out.append(message)
+                reasoning = ""
+            else:
+                out.append({"role": "tool", "tool_call_id": turn.call_id, "content": turn.text})
+        return out
+
+    def _assistant(self, text: str, reasoning: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if reasoning and self.reasoning_field:
+            message[self.reasoning_field] = reasoning
+        return message
+
+    # -- the answer --------------------------------------------------------------------------
+
+    def stream(
+        self, response: httpx.Response, generation: Generation, cancel: threading.Event | None
+    ) -> Iterator[Piece]:
+        writer = HarmonyWriter()
+        calls: dict[int, _ToolCall] = {}
+        finish: str | None = None
+        events = 0
+        for data in sse_data(response):
+            if cancel is not None and cancel.is_set():
+                generation.stop_reason = StopReason.CANCELLED
+                return
+            events += 1
+            if data == "[DONE]":
+                break
+            event = json_object(data)
+            if isinstance(event.get("usage"), dict):
+                count_usage(generation, event["usage"])
+            choices = event.get("choices")
+            if not isinstance(choices, list):
+                raise ServerAnswer(f"sent an event without choices: {json.dumps(event)[:80]}")
+            if not choices or not isinstance(choices[0], dict):
+                continue  # the usage-only chunk
+            choice = choices[0]
+            finish = choice.get("finish_reason") or finish
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                raise ServerAnswer(f"sent a delta that is not an object: {json.dumps(choice)[:80]}")
+            yield from self._delta(delta, writer, calls)
+        if events == 0:
+            raise ServerAnswer("closed the stream without sending any event")
+        yield from self._end(writer, calls, finish, generation)
+
+    def _delta(
+        self, delta: dict[str, Any], writer: HarmonyWriter, calls: dict[int, _ToolCall]
+    ) -> Iterator[Piece]:
+        for name in REASONING_FIELDS:
+            text = delta.get(name)
+            if isinstance(text, str) and text:
+                self.reasoning_field = name
+                yield from writer.reason(text)
+                break
+        content = delta.get("content")
+        if isinstance(content, str):
+            yield from writer.answer(content)
+        for item in delta.get("tool_calls") or []:
+            if not isinstance(item, dict):
+                continue
+            call = calls.setdefault(int(item.get("index") or 0), _ToolCall())
+            call.call_id = str(item.get("id") or call.call_id)
+            function = item.get("function") or {}
+            call.name += str(function.get("name") or "") if not call.name else ""
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                call.arguments += arguments
+            elif isinstance(arguments, dict):
+                call.arguments = json.dumps(arguments, ensure_ascii=False)
+
+    def _end(
+        self,
+        writer: HarmonyWriter,
+        calls: dict[int, _ToolCall],
+        finish: str | None,
+        generation: Generation,
+    ) -> Iterator[Piece]:
+        named = [calls[i] for i in sorted(calls) if calls[i].name]
+        if named and finish != "length":  # a call cut off by the token limit is not run
+            call = named[0]  # one call a step, as the loop runs them
+            arguments = call.arguments or "{}"
+            if call.call_id:
+                self.call_ids[call_key(call.name, arguments)] = call.call_id
+            yield from writer.call(call.name, arguments, self.recipients.get(call.name))
+            generation.stop_reason = StopReason.CALL
+            return
+        reason = stop_after_answer(writer, finish)
+        yield from writer.finish(reason)
+        generation.stop_reason = reason

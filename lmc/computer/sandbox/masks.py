@@ -1,0 +1,234 @@
+"""The mounts that shape what sandboxed code sees, in the order bubblewrap must make them.
+
+bubblewrap makes mounts in command-line order, and a mount on a folder covers what was
+mounted below it before; so every mount here is sorted by the depth of its target (then by
+kind: what opens a folder up comes before what closes part of it again). Kinds:
+
+- **seal**: a folder replaced by an empty tmpfs into which each entry that exists now is
+  bound back (sockets and hidden entries left out), read-only at the very end. What the host
+  creates there later never appears inside: a secret made after the start stays hidden.
+  The home folder is always sealed, and so is the nearest existing folder of every hide
+  entry that does not exist yet (or holds a glob), unless the code could write there anyway.
+  When the home folder is in the writable working directory (or is it), its entries are bound
+  back writable except the dot entries (rc files, ``.config``, ``.local``, ``.ssh``...), and
+  nothing new can be created at its top level.
+- **protect**: read-only binds inside the writable working directory: ``.git``, ``.hg``,
+  ``.lmc`` and Python virtual environments, at its top and one level down.
+- **write**: the writable binds (working directory, the kernel's own folder, ``keep_writable``).
+- **mask**: hidden secrets (an empty read-only tmpfs over a folder, /dev/null over a file),
+  host Unix sockets and other lmc sessions' runtime folders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from lmc.computer.sandbox.policy import SandboxPolicy
+
+__all__ = ["PROTECTED_NAMES", "Mount", "mounts"]
+
+#: Folders inside the working directory that run code on the host later (hooks, config).
+PROTECTED_NAMES: Final = (".git", ".hg", ".svn", ".jj", ".lmc")
+#: How many entries of a folder are looked at for protected names and sockets.
+_SCAN_LIMIT: Final = 2000
+#: Folders for sockets that other programs keep in a temporary directory.
+_VENV_NAMES: Final = (".venv", "venv", "env", ".env", "virtualenv")
+_SOCKET_DIRS: Final = ("tmux-", "ssh-", "screen", "emacs", "vscode-", "pulse-", ".X11-unix")
+
+# Sort order among mounts of the same depth.
+_BACK, _SEAL, _PROTECT, _WRITE, _MASK = range(5)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One bubblewrap mount: ``args`` at ``target``'s depth, of ``rank``."""
+
+    target: Path
+    rank: int
+    args: tuple[str, ...]
+
+    @property
+    def depth(self) -> int:
+        return len(self.target.parts)
+
+
+def _inside(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _hide(path: Path) -> Mount:
+    target = str(path)
+    if path.is_dir():
+        return Mount(path, _MASK, ("--tmpfs", target, "--remount-ro", target))
+    return Mount(path, _MASK, ("--ro-bind", "/dev/null", target))
+
+
+@dataclass
+class _Plan:
+    policy: SandboxPolicy
+    writable: list[Path]
+    hidden: set[Path]
+    home: Path | None
+    out: list[Mount]
+    sealed: list[Path]
+
+    def seal(self, folder: Path) -> None:
+        if folder in self.sealed or folder == Path("/") or folder in self.hidden:
+            return
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        self.sealed.append(folder)
+        self.out.append(Mount(folder, _SEAL, ("--tmpfs", str(folder))))
+        home_writable = folder == self.home and _inside(folder, self.writable)
+        for entry in entries[:_SCAN_LIMIT]:
+            self._bind_back(folder / entry.name, entry, home_writable)
+
+    def _bind_back(self, path: Path, entry: os.DirEntry[str], home_writable: bool) -> None:
+        if path in self.hidden:
+            return
+        try:
+            if entry.is_symlink():
+                target = str(path.readlink())
+                self.out.append(Mount(path, _BACK, ("--symlink", target, str(path))))
+                return
+            mode = entry.stat().st_mode
+        except OSError:
+            return
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            return  # sockets (agents, multiplexers), fifos and devices stay out
+        bind = "--bind" if home_writable and not entry.name.startswith(".") else "--ro-bind"
+        self.out.append(Mount(path, _BACK, (bind, str(path), str(path))))
+
+
+def _missing_anchor(pattern_dir: Path) -> Path:
+    """The nearest folder of ``pattern_dir`` that exists."""
+    folder = pattern_dir
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder.resolve()
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    with contextlib.suppress(OSError):
+        entries = list(os.scandir(folder))[:_SCAN_LIMIT]
+        return [folder / e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    return []
+
+
+def _protected(root: Path, keep: Sequence[Path]) -> list[Mount]:
+    """Read-only binds for repositories and virtual environments in ``root`` and one below
+    (a virtual environment two below too: ``root/app/.venv``)."""
+    candidates: list[Path] = []
+    for folder in [root, *_subfolders(root)]:
+        candidates += [folder / name for name in PROTECTED_NAMES]
+        if folder != root:
+            candidates.append(folder)
+            candidates += [folder / name for name in _VENV_NAMES]
+    found: list[Mount] = []
+    for candidate in candidates:
+        if candidate.name in PROTECTED_NAMES:
+            wanted = os.path.lexists(candidate)
+        else:
+            wanted = (candidate / "pyvenv.cfg").is_file()
+        real = candidate.resolve() if wanted else None
+        if real is not None and real not in keep and real != root:
+            found.append(Mount(real, _PROTECT, ("--ro-bind", str(real), str(real))))
+    return found
+
+
+def _socket_masks(folders: Iterable[Path], hidden: set[Path]) -> list[Mount]:
+    """Sockets and socket folders at the top of temporary and home folders."""
+    masks: list[Mount] = []
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))[:_SCAN_LIMIT]
+        except OSError:
+            continue
+        for entry in entries:
+            path = folder / entry.name
+            if path in hidden:
+                continue
+            try:
+                if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                    masks.append(Mount(path, _MASK, ("--ro-bind", "/dev/null", str(path))))
+                elif entry.is_dir(follow_symlinks=False) and entry.name.startswith(_SOCKET_DIRS):
+                    masks.append(_hide(path))
+            except OSError:
+                continue
+    return masks
+
+
+def _agent_sockets() -> list[Path]:
+    """Runtime folders and agent sockets named by the environment."""
+    found: list[Path] = []
+    for name in ("XDG_RUNTIME_DIR", "TMUX_TMPDIR"):
+        value = os.environ.get(name)
+        if value and Path(value).is_dir() and Path(value).resolve() != Path("/tmp"):
+            found.append(Path(value).resolve())
+    sockets = [os.environ.get("SSH_AUTH_SOCK", ""), os.environ.get("GPG_AGENT_INFO", "")]
+    bus = os.environ.get("DBUS_SESSION_BUS_ADDRESS", "")
+    sockets += [part[5:] for part in bus.replace(";", ",").split(",") if part.startswith("path=")]
+    for value in sockets:
+        path = Path(value.split(":")[0]) if value else None
+        if path is not None and path.is_absolute() and os.path.lexists(path):
+            found.append(path.resolve())
+    return found
+
+
+def mounts(
+    policy: SandboxPolicy,
+    *,
+    shared: Sequence[Path] = (),
+    readable: Sequence[Path] = (),
+    private_root: Path | None = None,
+) -> list[str]:
+    """The bubblewrap arguments after the base ones (``/`` read-only, /dev, /proc, /tmp)."""
+    writable = [Path(p).resolve() for p in policy.writable()]
+    keep = policy.kept_writable() if writable else []
+    hidden_now = policy.hidden_paths()
+    home = Path.home().resolve() if Path.home().is_dir() else None
+    plan = _Plan(policy, writable, set(hidden_now), home, [], [])
+    if home is not None and home != Path("/"):
+        plan.seal(home)
+    for entry in policy.hidden_entries:
+        matches = entry.matches()
+        if entry.is_glob or not matches:
+            anchor = _missing_anchor(Path(entry.anchor()))
+            if not _inside(anchor, writable) or anchor == home:
+                plan.seal(anchor)
+    sealed = set(plan.sealed)
+    out = plan.out
+    for directory in readable:
+        needed = Path(directory).resolve()
+        if needed.is_relative_to("/tmp") and needed.exists():
+            out.append(Mount(needed, _BACK, ("--ro-bind", str(needed), str(needed))))
+    for root in writable:
+        if root not in sealed:
+            out.append(Mount(root, _WRITE, ("--bind", str(root), str(root))))
+        out += _protected(root, keep)
+    for path in [*keep, *(Path(p).resolve() for p in shared)]:
+        if path.exists():
+            out.append(Mount(path, _WRITE, ("--bind", str(path), str(path))))
+    for path in hidden_now:
+        if path.parent not in sealed:
+            out.append(_hide(path))
+    if private_root is not None and private_root.exists():
+        out.append(Mount(private_root.resolve(), _BACK, ("--tmpfs", str(private_root.resolve()))))
+    for path in _agent_sockets():
+        if path.parent not in sealed and not path.is_relative_to("/run"):
+            out.append(_hide(path))
+    temp_dirs = {Path("/var/tmp"), Path(os.environ.get("TMPDIR") or "/tmp").resolve()}
+    out += _socket_masks(sorted(temp_dirs - {Path("/tmp")}), plan.hidden)
+    out.sort(key=lambda mount: (mount.depth, mount.rank))
+    args = [arg for mount in out for arg in mount.args]
+    for folder in plan.sealed:
+        args += ["--remount-ro", str(folder)]
+    return args

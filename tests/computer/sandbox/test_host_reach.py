@@ -1,0 +1,162 @@
+"""What lives on the host stays out of reach: Unix sockets (an agent, a runtime folder,
+/run), another lmc session's kernel (its connection file and sockets, even when the
+temporary directory is the working directory), and secrets created after the sandbox
+started. Each attempt is real, checked from outside, and works with the sandbox off."""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from sandbox_testing import FAKE_KEY, Place, output_of, read_code
+
+from lmc.computer import Computer
+from lmc.computer.sandbox import resolve_policy
+from lmc.errors import ConfigError
+
+
+@contextmanager
+def unix_server(path: Path) -> Iterator[Path]:
+    """A Unix socket server at ``path`` that greets each connection with ``agent-hello``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"agent-hello\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+        path.unlink(missing_ok=True)
+
+
+def connect_code(language: str, path: Path) -> str:
+    python = (
+        "import socket\ns = socket.socket(socket.AF_UNIX)\n"
+        f"s.settimeout(5)\ns.connect({str(path)!r})\nprint(s.recv(100).decode())"
+    )
+    if language == "python":
+        return python
+    return f"timeout 5 python3 - <<'EOF'\n{python}\nEOF"
+
+
+@pytest.fixture(scope="module")
+def sockets(place: Place) -> Iterator[dict[str, Path]]:
+    runtime = place.root / "run-user"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        patch.setenv("SSH_AUTH_SOCK", str(place.root / "agent" / "ssh.sock"))
+        with (
+            unix_server(runtime / "bus") as bus,
+            unix_server(place.root / "agent" / "ssh.sock") as agent,
+            unix_server(Path("/run") / f"lmc-test-{place.root.name}.sock") as run,
+            unix_server(place.home / "tmux.sock") as in_home,
+        ):
+            yield {"runtime": bus, "agent": agent, "run": run, "home": in_home}
+
+
+@pytest.mark.parametrize("language", ["python", "shell"])
+@pytest.mark.parametrize("which", ["runtime", "agent", "run", "home"])
+def test_a_host_unix_socket_cannot_be_reached(
+    which: str, language: str, place: Place, sockets: dict[str, Path]
+) -> None:
+    code = connect_code(language, sockets[which])
+    with Computer(sandbox="workspace", workdir=place.work) as contained:
+        assert "agent-hello" not in output_of(contained, language, code)
+    with Computer(sandbox="off", workdir=place.work) as uncontained:
+        assert "agent-hello" in output_of(uncontained, language, code)
+
+
+HIJACK = """
+import glob, os
+from ipykernel import get_connection_file
+own = os.path.realpath(get_connection_file())
+found = [p for p in glob.glob({pattern!r}) if os.path.realpath(p) != own]
+print('found', len(found))
+from jupyter_client import BlockingKernelClient
+for path in found:
+    client = BlockingKernelClient(connection_file=path)
+    client.load_connection_file()
+    client.start_channels()
+    client.execute({payload!r})
+    client.get_shell_msg(timeout=15)
+    client.stop_channels()
+"""
+
+
+@pytest.mark.parametrize("tmpdir", ["elsewhere", "workdir"])
+def test_another_sessions_kernel_is_invisible_and_cannot_be_driven(
+    tmpdir: str, place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Session B runs an unsandboxed kernel; code in session A looks for B's connection
+    files and uses them to run code there (outside any sandbox)."""
+    base = place.work if tmpdir == "workdir" else place.root / "tmp"
+    base.mkdir(exist_ok=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(base))
+    marker = place.outside / f"hijacked-{tmpdir}.txt"
+    payload = f"open({str(marker)!r}, 'w').write('x')"
+    code = HIJACK.format(pattern=f"{base}/lmc-*/s-*/k-*/kernel.json", payload=payload)
+    with Computer(sandbox="off", workdir=place.work) as victim:
+        assert output_of(victim, "python", "print('b')") == "b\n"
+        with Computer(sandbox="workspace", workdir=place.work) as attacker:
+            out = output_of(attacker, "python", code)
+            assert "found 0" in out and not marker.exists(), out
+        with Computer(sandbox="off", workdir=place.work) as unsandboxed:
+            out = output_of(unsandboxed, "python", code)
+            assert not out.startswith("found 0") and marker.exists(), out
+    marker.unlink()
+
+
+@pytest.mark.parametrize("language", ["python", "shell"])
+def test_a_secret_created_after_the_start_stays_hidden(
+    language: str, place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    later = place.home / f".aws-{language}"
+    monkeypatch.setenv("HOME", str(place.home))
+    with (
+        Computer(
+            sandbox="workspace", workdir=place.work, hide=(f"~/.aws-{language}", "~/keys-*.txt")
+        ) as contained,
+        Computer(sandbox="off", workdir=place.work) as uncontained,
+    ):
+        assert output_of(contained, language, "print(1)" if language == "python" else "echo 1")
+        later.mkdir()
+        (later / "credentials").write_text(FAKE_KEY)
+        (place.home / f"keys-{language}.txt").write_text(FAKE_KEY)
+        for path in (later / "credentials", place.home / f"keys-{language}.txt"):
+            assert FAKE_KEY not in output_of(contained, language, read_code(language, path))
+            assert FAKE_KEY in output_of(uncontained, language, read_code(language, path))
+
+
+@pytest.mark.parametrize("entry", ["secrets.txt", "", "~nosuchuser/x", "/"])
+def test_an_unusable_hide_entry_is_an_error(entry: str, place: Place) -> None:
+    with pytest.raises(ConfigError, match=r"sandbox\.hide"):
+        resolve_policy("workspace", workdir=place.work, hide=(entry,))
+
+
+def test_a_glob_in_hide_hides_what_matches(place: Place, contained: Computer) -> None:
+    secret = place.home / "token-glob.txt"
+    secret.write_text(FAKE_KEY)
+    with Computer(sandbox="workspace", workdir=place.work, hide=("~/token-*",)) as computer:
+        assert FAKE_KEY not in output_of(computer, "python", read_code("python", secret))
+    assert FAKE_KEY in output_of(contained, "python", read_code("python", secret))
