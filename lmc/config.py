@@ -64,7 +64,7 @@ _SECTIONS: Final[Mapping[str, Mapping[str, str]]] = {
 #: a table under that name is the value, not a profile.
 _TABLE_VALUED: Final = frozenset(o.key for o in SETTINGS if o.kind == "table")
 #: Top-level keys that are neither settings nor profiles.
-_SPECIAL: Final = ("profile", "mcp")
+_SPECIAL: Final = ("profile", "mcp", "mcp_servers")
 _PROFILE: Final = BY_KEY["profile"]
 
 
@@ -136,6 +136,15 @@ def _mcp_servers(section: object, origin: str) -> dict[str, Any]:
     return dict(parse_servers(section, origin))
 
 
+def _codex_servers(section: object, origin: str) -> dict[str, Any]:
+    """Codex's ``[mcp_servers.NAME]`` tables, an alias of ``[mcp.servers.NAME]``."""
+    if section is None:
+        return {}
+    from lmc.mcp.config import parse_codex_servers
+
+    return dict(parse_codex_servers(section, origin))
+
+
 def _choose_mcp(servers: dict[str, Any], names: object, none: object) -> dict[str, Any]:
     """``--no-mcp``: no server; ``--mcp NAME`` (repeatable): only those named."""
     if none:
@@ -147,7 +156,8 @@ def _choose_mcp(servers: dict[str, Any], names: object, none: object) -> dict[st
     if unknown:
         known = ", ".join(sorted(servers)) or "none configured"
         raise ConfigError(f"--mcp: no MCP server named {unknown[0]!r}", hint=f"servers: {known}")
-    return {name: servers[name] for name in chosen}
+    # Named on the command line: used even where the config says enabled = false.
+    return {name: dataclasses.replace(servers[name], enabled=True) for name in chosen}
 
 
 @dataclasses.dataclass
@@ -160,14 +170,16 @@ class _Layer:
 
 def _layer(table: Mapping[str, object], origin: str) -> _Layer:
     settings = {k: v for k, v in table.items() if k not in _SPECIAL}
-    return _Layer(_checked(settings, origin), _mcp_servers(table.get("mcp"), origin))
+    servers = _codex_servers(table.get("mcp_servers"), origin)  # lmc's own tables win
+    servers.update(_mcp_servers(table.get("mcp"), origin))
+    return _Layer(_checked(settings, origin), servers)
 
 
 def _read_layers(document: Mapping[str, Any], path: Path) -> tuple[_Layer, dict[str, _Layer]]:
     """The top level and every profile, all checked now (a typo in a profile not in use
     is found the first time the file is read, not the day it is picked)."""
     origin = f"config file {path}"
-    settings_tables = {*_SECTIONS, *_TABLE_VALUED, "mcp"}
+    settings_tables = {*_SECTIONS, *_TABLE_VALUED, "mcp", "mcp_servers"}
     top = {k: v for k, v in document.items() if not isinstance(v, dict) or k in settings_tables}
     profiles = {
         name: _layer(table, f"profile {name!r}")

@@ -438,6 +438,15 @@ class Settings:
         panel=SESSION,
         commands=RUNS_AND_DOCTOR,
     )
+    #: More host names ``lmc serve`` answers to, beyond loopback names, IP addresses and the
+    #: ``--host`` name (the DNS-rebinding guard, lmc.server.security): a proxy's, say.
+    server_allowed_hosts: str | None = option(
+        None,
+        kind="text",
+        section=("server", "allowed_hosts"),
+        help="More host names lmc serve answers to (comma-separated; *.example.org allows "
+        "its subdomains).",
+    )
     # -- kernels on a Jupyter Kernel/Enterprise Gateway (lmc.computer.gateway) --
     kernel_gateway: str | None = option(
         None,

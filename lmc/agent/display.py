@@ -109,7 +109,7 @@ class PlainRenderer:
         elif kind == "code" and chunk.get("role") == "computer":
             self._line_break()
             self._write(f"[{chunk.get('format')} output]\n")
-        elif isinstance(content, str) and chunk.get("format") != "active_line":
+        elif isinstance(content, str) and chunk.get("format") not in ("active_line", "progress"):
             self._write(content)
 
     def confirm(self, block: dict[str, Any]) -> Answer:
@@ -120,8 +120,11 @@ class PlainRenderer:
             return False
         try:
             self._line_break()
-            what = "tool" if block.get("type") == "tool_call" else "code"
-            terminal.write(f"Run this {block.get('format', '')} {what}? [y/N, or n and a reason] ")
+            if block.get("type") == "tool_call":  # an MCP tool: its arguments, not code
+                question = f"Call the tool {block.get('format')}?"
+            else:
+                question = f"Run this {block.get('format', 'code')} code?"
+            terminal.write(f"{question} [y/N, or n and a reason] ")
             terminal.flush()
             answer = terminal.readline().strip()
         finally:

@@ -20,6 +20,7 @@ import threading
 import weakref
 from collections.abc import Callable, Generator
 from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from lmc.agent.approvals import Answer
@@ -152,7 +153,8 @@ class Interpreter:
                 else parse_server(name, value, "mcp_servers")
                 for name, value in s.mcp_servers.items()
             }
-            self.tools = McpTools(configs)
+            root = Path(s.workdir) if s.workdir is not None else Path.cwd()
+            self.tools = McpTools(configs, roots=[root], verbose=s.verbose)
         #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``), made when
         #: the model is loaded or first prompted (see :meth:`_open_browser`).
         self.browser_tools: BrowserTools | None = None

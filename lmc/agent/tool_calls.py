@@ -115,6 +115,22 @@ def _edit_note(arguments: str) -> str:
     return f"The user edited the arguments before the call. It was called with:\n{arguments}\n\n"
 
 
+def _call(
+    tools: ExternalTools, tool: Any, arguments: dict[str, Any]
+) -> Generator[Chunk, None, list[Chunk]]:
+    """Call it; yield its progress chunks as they come (where the provider streams them, with
+    ``stream``) and return the result's chunks."""
+    stream = getattr(tools, "stream", None)
+    pieces = stream(tool, arguments) if stream is not None else tools.call(tool, arguments)
+    chunks: list[Chunk] = []
+    for chunk in pieces:
+        if chunk.get("format") == "progress":  # a live status, not output
+            yield chunk
+        else:
+            chunks.append(chunk)
+    return chunks
+
+
 def run_tool_call(
     loop: CallHost,
     tools: ExternalTools,
@@ -156,7 +172,7 @@ def run_tool_call(
         if loop.cancelled.is_set():  # Interpreter.cancel() came before the call began
             chunks: list[Chunk] = [dict(_CANCELLED)]
         else:
-            chunks = tools.call(tool, arguments)
+            chunks = yield from _call(tools, tool, arguments)
     except BaseException:
         # Ctrl-C or the consumer closing the stream: the call was cancelled.
         output.note("[interrupted]\n")

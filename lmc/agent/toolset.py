@@ -6,7 +6,7 @@ name the model wrote and this routes the call to whichever provider has it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +66,14 @@ class ToolSet:
 
     def call(self, tool: _Routed, arguments: dict[str, Any]) -> list[Chunk]:
         return tool.provider.call(tool.tool, arguments)
+
+    def stream(self, tool: _Routed, arguments: dict[str, Any]) -> Iterator[Chunk]:
+        """The provider's stream (progress while it runs) where it has one, else its call."""
+        stream = getattr(tool.provider, "stream", None)
+        if stream is None:
+            yield from tool.provider.call(tool.tool, arguments)
+        else:
+            yield from stream(tool.tool, arguments)
 
     def cancel(self) -> None:
         for provider in self.providers:

@@ -177,6 +177,9 @@ def _loop(prompt: Any, interpreter: Any, output: Output, confirmer: Confirmer, s
             if is_magic(line):
                 run_magic(line, state)
             else:
+                if state.attachments:  # %mcp attach / %mcp prompt: sent with this message
+                    line = "\n\n".join([line, *state.attachments])
+                    state.attachments.clear()
                 turn = run_turn(interpreter, line, output, confirmer)
                 go_on = any(note.startswith(STEP_LIMIT) for note in turn.notes[-1:])
                 if go_on:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -51,21 +52,43 @@ def list_servers(options: SharedOptions) -> int:
         return 0
     failed = 0
     for status in server_statuses(settings):
-        config = status.config
-        print(f"{config.name} ({config.transport}: {config.describe()})")
-        if not status.started:
-            failed += 1
-            print(f"  ✗ {status.error}")
-            continue
-        print(f"  ✓ started, {len(status.tools)} tool{'s' if len(status.tools) != 1 else ''}")
-        missing = status.missing_line()
-        if missing is not None:
-            print(f"  ! {missing}")
-        width = max((len(tool.name) for tool in status.tools), default=0)
-        for tool in status.tools:
-            auto = " (auto-approved)" if tool.name in config.auto_approve else ""
-            print(f"    {tool.name:<{width}}  {_first_line(tool.description)}{auto}")
+        failed += _print_status(status)
+    disabled = [c.name for c in settings.mcp_servers.values() if not c.enabled]
+    if disabled:
+        print(f"disabled (enabled = false): {', '.join(disabled)}")
     return 1 if failed else 0
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _print_status(status: ServerStatus) -> int:
+    """Print one server's block; 1 when it did not start."""
+    config = status.config
+    print(f"{config.name} ({config.transport}: {config.describe()})")
+    if not status.started:
+        print(f"  ✗ {status.error}")
+        return 1
+    offered = [_count(len(status.tools), "tool")]
+    offered += [_count(len(status.resources), "resource"), _count(len(status.prompts), "prompt")]
+    print(f"  ✓ started, {', '.join(offered)}")
+    for note in status.notes:
+        print(f"  ! {note}")
+    width = max((len(tool.name) for tool in status.tools), default=0)
+    for tool in status.tools:
+        auto = " (auto-approved)" if tool.name in config.auto_approve else ""
+        print(f"    {tool.name:<{width}}  {_first_line(tool.description)}{auto}")
+    if status.resources:
+        print("  resources:")
+        for res in status.resources:
+            print(f"    {res.uri}  {res.name}")
+    if status.prompts:
+        print("  prompts:")
+        for prompt in status.prompts:
+            args = ", ".join(name + ("" if needed else "?") for name, needed in prompt.arguments)
+            print(f"    {prompt.name}({args})  {_first_line(prompt.description)}")
+    return 0
 
 
 @mcp_app.command("list")
@@ -73,6 +96,51 @@ def list_servers(options: SharedOptions) -> int:
 def list_command(**given: Any) -> None:
     """Start each configured MCP server and list its tools (or why it did not start)."""
     raise typer.Exit(list_servers(SharedOptions(**given)))
+
+
+def login(options: SharedOptions, name: str) -> int:
+    """Sign in to one HTTP server with OAuth (the browser part), keeping its token."""
+    import dataclasses
+
+    from lmc.cli.session import report, settings_for
+    from lmc.errors import LmcError
+    from lmc.mcp.client import McpManager
+    from lmc.mcp.oauth import SIGN_IN_WAIT, token_path
+
+    try:
+        settings = settings_for(SharedOptions(**{**options.given, "mcp": (name,)}))
+    except LmcError as exc:
+        return report(exc, verbose=False)
+    config = settings.mcp_servers[name]
+    if config.url is None:
+        print(f"lmc: MCP server {name!r} runs on stdio: there is nothing to sign in to")
+        return 2
+    patient = dataclasses.replace(
+        config, oauth=True, startup_timeout=max(config.start_within, SIGN_IN_WAIT + 30)
+    )
+    with McpManager({name: patient}) as manager:
+        [status] = manager.statuses()
+    if not status.started:
+        print(f"lmc: {status.error}")
+        return 1
+    print(f"signed in to {name}; its token is kept in {token_path(name)}")
+    if not config.oauth:
+        print(f"lmc: hint: set oauth = true in [mcp.servers.{name}] to use it")
+    return 0
+
+
+_NAME = inspect.Parameter(
+    "name",
+    inspect.Parameter.KEYWORD_ONLY,
+    annotation=Annotated[str, typer.Argument(help="The HTTP server to sign in to.")],
+)
+
+
+@mcp_app.command("login")
+@with_options("mcp list", before=[_NAME])
+def login_command(name: str, **given: Any) -> None:
+    """Sign in to an HTTP MCP server with OAuth (opens the browser; keeps the token, 0600)."""
+    raise typer.Exit(login(SharedOptions(**given), name))
 
 
 @mcp_app.command("serve")

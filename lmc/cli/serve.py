@@ -13,6 +13,7 @@ import importlib
 import os
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from lmc.cli.options import SharedOptions
@@ -21,11 +22,13 @@ from lmc.cli.session import (
     check_kernel_gateway,
     make_interpreter,
     report,
+    sandbox_for,
     settings_for,
 )
 from lmc.errors import LmcError
+from lmc.settings import Settings
 
-__all__ = ["TOKEN_VARIABLE", "serve"]
+__all__ = ["TOKEN_VARIABLE", "computer_factory", "serve"]
 
 TOKEN_VARIABLE = "LMC_SERVER_TOKEN"
 #: uvicorn's own frame limit, above the protocol's 50 MB so that the app answers an
@@ -67,6 +70,25 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def computer_factory(settings: Settings) -> Callable[[], Any]:
+    """Fresh computers contained as ``settings`` ask (the policy is resolved once, here)."""
+    policy = sandbox_for(settings)
+
+    def make_computer() -> Any:
+        from lmc.computer import Computer
+        from lmc.computer.gateway import gateway_config
+
+        return Computer(
+            sandbox=policy.mode,
+            network=policy.network,
+            workdir=policy.workdir,
+            hide=settings.sandbox_hide,
+            gateway=gateway_config(settings),  # kernels on a gateway, when one is set
+        )
+
+    return make_computer
+
+
 def _url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/"
@@ -93,10 +115,15 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
             'pip install "lmc[server]"'
         )
         return 1
-    import uvicorn
+    try:
+        import uvicorn
 
-    from lmc.server.app import ServerConfig, create_app
-
+        from lmc.server.app import ServerConfig, create_app
+        from lmc.server.protocols import uvicorn_config
+        from lmc.server.security import keep_out_of_logs
+    except ImportError as exc:
+        _err(f'error: lmc serve needs the server extras ({exc.name}): pip install "lmc[server]"')
+        return 1
     verbose = options.verbose
     loader: Any = None
     try:
@@ -114,15 +141,18 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
             loader.load()
             shared = loader.backend
 
-        def factory(conversation_id: str | None, backend: Any) -> Any:
-            return make_interpreter(settings, conversation_id, backend=backend)
+        def factory(conversation_id: str | None, backend: Any, computer: Any = None) -> Any:
+            return make_interpreter(settings, conversation_id, backend=backend, computer=computer)
 
         config = ServerConfig(
             token=token or new_token(),
             make_interpreter=factory,
+            make_computer=computer_factory(settings),
             shared_backend=shared,
             auto_run=settings.auto_run,
             db_path=settings.db_path,
+            bound_host=host,
+            extra_hosts=tuple((settings.server_allowed_hosts or "").split(",")),
         )
         app = create_app(config)
     except LmcError as exc:
@@ -147,18 +177,21 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
                 sys.stdout.flush()
 
     server = _Server(
-        uvicorn.Config(
+        uvicorn_config(
             app,
-            ws_max_size=_WS_MAX_SIZE,
+            config.limits.protocol(),
+            max_frame_bytes=_WS_MAX_SIZE,
             log_level="info" if verbose else "warning",
             lifespan="on",
         )
     )
+    forget_token = keep_out_of_logs(config.token)
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn shut down cleanly, then re-raised the Ctrl-C
         pass
     finally:
+        forget_token()
         sock.close()
         if loader is not None:
             loader.close()

@@ -261,10 +261,14 @@ def warn_cpu_only_once(say: Callable[[str], None]) -> None:
 
 
 def make_interpreter(
-    settings: Settings, conversation_id: str | None = None, backend: Any = None
+    settings: Settings,
+    conversation_id: str | None = None,
+    backend: Any = None,
+    computer: Any = None,
 ) -> Any:
     """An :class:`lmc.Interpreter` configured from ``settings`` (not yet loaded); on
-    ``backend`` when given (``lmc serve`` shares one model), which it then does not close."""
+    ``backend`` when given (``lmc serve`` shares one model), which it then does not close;
+    on ``computer`` when given (``lmc serve`` starts kernels on first code), likewise."""
     from lmc import Interpreter
 
     policy = sandbox_for(settings)
@@ -277,7 +281,7 @@ def make_interpreter(
         network=policy.network,
         workdir=str(policy.workdir),
     )
-    return Interpreter(chosen, conversation_id=conversation_id, backend=backend)
+    return Interpreter(chosen, conversation_id=conversation_id, backend=backend, computer=computer)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ class MessageTranslator:
     def __init__(self) -> None:
         self._cleaners: dict[str, TextCleaner] = {}
         self._last_line: int | None = None
+        #: Whether the run raised (an ``error`` message came): ``lmc mcp serve``'s isError.
+        self.failed = False
         self._handlers: dict[str, Callable[[dict[str, Any]], Iterator[Chunk]]] = {
             "stream": self._stream,
             "display_data": self._rich,
@@ -117,6 +119,7 @@ class MessageTranslator:
             yield output_chunk(text if text.endswith("\n") else text + "\n")
 
     def _error(self, content: dict[str, Any]) -> Iterator[Chunk]:
+        self.failed = True
         traceback = content.get("traceback") or []
         if traceback:
             text = clean_text("\n".join(str(line) for line in traceback)).strip("\n")

@@ -118,6 +118,9 @@ class Computer:
         self._applescript = AppleScriptRunner()
         self._runtime_dir: Path | None = None
         self._closed = False
+        #: Whether the last run failed: the code raised, the kernel could not run it, died or
+        #: timed out, or there was nothing to run (``lmc mcp serve`` answers isError).
+        self.last_run_failed = False
         self._finalizer = weakref.finalize(self, _shutdown_all, self._sessions, None)
 
     @property
@@ -211,6 +214,8 @@ class Computer:
     def run(self, language: str, code: str, timeout: float | None = None) -> Iterator[Chunk]:
         """Run ``code``; yield LMC computer chunks as it runs (see the module docstring)."""
         yield console_start()
+        # False only for code that ran to its end without raising (see last_run_failed).
+        self.last_run_failed = True
         resolved = resolve_language(language)
         if resolved is None:
             yield output_chunk(f"lmc cannot run {language!r} code; it runs {_KNOWN}.\n")
@@ -220,8 +225,10 @@ class Computer:
             yield output_chunk("This computer has been closed; no code can run on it.\n")
         elif resolved.runner == "html":
             yield from run_html(code, network=self.sandbox.network or not self.sandbox.enabled)
+            self.last_run_failed = False
         elif resolved.runner == "applescript":
             yield from self._applescript.run(code, timeout=timeout or self.timeout)
+            self.last_run_failed = False  # osascript's errors are only its output
         elif self._missing(resolved):
             yield output_chunk(
                 f"{resolved.name} code needs `{resolved.requires}`, which is not installed: "
@@ -287,13 +294,16 @@ class Computer:
         timeout: float | None,
     ) -> Iterator[Chunk]:
         try:
+            faulted = False
             for event in session.execute(code, timeout=timeout):
                 if isinstance(event, dict):
                     yield from translator.chunks(event)
                 else:
+                    faulted = True
                     yield from translator.flush()
                     yield output_chunk(self._fault(language, session, event))
             yield from translator.flush()
+            self.last_run_failed = faulted or translator.failed
         except ComputerError as exc:  # the kernel was shut down under the run (close, restart)
             yield from translator.flush()
             yield output_chunk(f"\nThe run was cut short: {exc}.\n")

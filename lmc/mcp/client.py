@@ -1,371 +1,259 @@
-"""MCP clients for a synchronous agent: servers on a private asyncio loop in its own thread.
+"""MCP clients for a synchronous agent: the servers on one anyio event loop behind a portal.
 
-The agent loop is synchronous and the MCP SDK is async (anyio), so :class:`McpManager` runs
-one event loop in a daemon thread. Each server is one long-lived task on it that opens the
-transport (a subprocess on stdio, or streamable HTTP), initializes the session, lists the
-tools and then holds the connection open until it is stopped, so the SDK's context managers
-are entered and left in the same task, as anyio requires.
-
-Servers start lazily (``start()``), all at once, and each start is bounded by the server's
-``timeout``. A server that fails to start, crashes or stops answering is reported in one line
-(:class:`McpServerError`, ``str()`` is that line), stopped, and started again on its next use;
-lmc never waits on it longer than its timeout.
+The agent loop is synchronous and the MCP SDK is async (anyio), so :class:`McpManager` opens
+one :func:`anyio.from_thread.start_blocking_portal` (an event loop in a thread anyio manages)
+and a task group in it; each server is a :class:`~lmc.mcp.connection.Connection` whose
+connection task lives in that group. Every wait from the synchronous side is bounded: a start
+by the server's start timeout, a call by its timeout (the SDK cancels it on the server with
+MCP's cancellation), a stop by :data:`STOP_WAIT`. Failures come back as one line
+(:class:`McpServerError`); an error lmc does not expect is reported the same way, never
+swallowed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import tempfile
+import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from lmc.errors import LmcError
 from lmc.mcp.config import McpServerConfig
+from lmc.mcp.connection import (
+    Connection,
+    Hooks,
+    McpServerError,
+    PromptInfo,
+    ResourceInfo,
+    ToolInfo,
+    describe,
+)
 
 if TYPE_CHECKING:
-    from mcp import ClientSession
-    from mcp.types import CallToolResult
+    from anyio.abc import TaskGroup
+    from anyio.from_thread import BlockingPortal
+    from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
-__all__ = ["McpManager", "McpServerError", "ServerStatus", "ToolInfo"]
+    from lmc.mcp.http import HttpSeen
 
-#: The most a stop waits for a server to exit (the SDK kills it after its own grace period).
-_STOP_WAIT = 10.0
+__all__ = [
+    "STOP_WAIT",
+    "McpManager",
+    "McpServerError",
+    "PromptInfo",
+    "ResourceInfo",
+    "ServerStatus",
+    "ToolInfo",
+    "lmc_version",
+]
 
+#: The most a stop waits for a server to exit before cancelling it.
+STOP_WAIT = 10.0
+#: Slack beyond a server's own limits before the synchronous side gives up on the loop.
+_SLACK = 15.0
 
-class McpServerError(LmcError):
-    """An MCP server failed to start, crashed, or did not answer in time (one line)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolInfo:
-    """A tool as its server lists it."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
 class ServerStatus:
-    """Whether a server started, and its tools (after the allow-list) or why it did not."""
+    """Whether a server started; what it offers (tools after the allow-list) or why not."""
 
     config: McpServerConfig
     started: bool
     tools: tuple[ToolInfo, ...] = ()
     error: str | None = None
-    #: Tools named in ``tools`` or ``auto_approve`` that the server does not offer (typos).
-    missing: tuple[str, ...] = ()
-
-    def missing_line(self) -> str | None:
-        if not self.missing:
-            return None
-        names = ", ".join(repr(name) for name in self.missing)
-        return (
-            f"MCP server {self.config.name!r} has no tool {names} (named in its tools or "
-            "auto_approve)"
-        )
+    #: One-line notes: tools left out, names in ``tools``/``auto_approve`` it lacks.
+    notes: tuple[str, ...] = ()
+    resources: tuple[ResourceInfo, ...] = ()
+    prompts: tuple[PromptInfo, ...] = ()
+    server_version: str = ""
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+def lmc_version() -> str:
+    """lmc's version, from its installed metadata (importing ``lmc`` itself would make the
+    mcp layer depend on the top of the package)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lmc")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
-def _describe(exc: BaseException) -> str:
-    """One line for an exception out of the SDK or the transport."""
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = exc.exceptions
-        return _describe(leaves[0]) if leaves else type(exc).__name__
-    text = str(exc) or type(exc).__name__
-    message = getattr(exc, "message", None)
-    if isinstance(message, str) and message:
-        text = message
-    return _one_line(text)
+def _http_transport(
+    config: McpServerConfig, seen: HttpSeen
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    from lmc.mcp.http import http_transport
 
-
-class _Server:
-    """One configured server and its connection task (only touched on the manager's loop)."""
-
-    def __init__(self, config: McpServerConfig) -> None:
-        self.config = config
-        self.session: ClientSession | None = None
-        self.tools: tuple[ToolInfo, ...] = ()
-        self.missing: tuple[str, ...] = ()
-        self.error: str | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._ready: asyncio.Future[None] | None = None
-        self._stop: asyncio.Event | None = None
-        self._errlog: IO[str] | None = None
-
-    # -- starting --------------------------------------------------------------------------
-
-    def begin(self) -> asyncio.Future[None]:
-        """Start the connection task unless it runs; the future is done once it is ready."""
-        if self._task is None or self._task.done():
-            loop = asyncio.get_running_loop()
-            self._ready = loop.create_future()
-            self._stop = asyncio.Event()
-            self._task = loop.create_task(self._connect(self._ready, self._stop))
-            # A failure nobody waits for any more (a start that timed out) is not an error.
-            self._ready.add_done_callback(lambda f: f.cancelled() or f.exception())
-        assert self._ready is not None
-        return self._ready
-
-    async def started(self) -> ClientSession:
-        """The session, starting the server if needed; raises :class:`McpServerError`."""
-        ready = self.begin()
-        try:
-            await asyncio.wait_for(asyncio.shield(ready), self.config.start_within)
-        except TimeoutError:
-            await self.stop()
-            self.error = f"did not start within {self.config.start_within:g} s"
-            raise McpServerError(self._line(self.error)) from None
-        except McpServerError:
-            raise
-        if self.session is None:  # it stopped right after starting
-            raise McpServerError(self._line("stopped right after it started"))
-        return self.session
-
-    def _line(self, what: str) -> str:
-        return f"MCP server {self.config.name!r} {what}"
-
-    async def _connect(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
-        from mcp import ClientSession
-
-        try:
-            async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
-                session = await stack.enter_async_context(ClientSession(read, write))
-                await session.initialize()
-                self.tools = await self._list_tools(session)
-                self.session, self.error = session, None
-                ready.set_result(None)
-                await stop.wait()
-        except asyncio.CancelledError:
-            if not ready.done():
-                ready.set_exception(McpServerError(self._line("was stopped while starting")))
-        except Exception as exc:  # any failure of the server or transport, reported once
-            detail = _describe(exc)
-            stderr = self._last_stderr_line()
-            if stderr and stderr not in detail:
-                detail += f" (its last message: {stderr})"
-            if not ready.done():
-                self.error = f"failed to start: {detail}"
-                ready.set_exception(McpServerError(self._line(self.error)))
-            else:
-                self.error = f"stopped: {detail}"
-        finally:
-            self.session = None
-            if self._errlog is not None:
-                self._errlog.close()
-                self._errlog = None
-
-    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        config = self.config
-        if config.command is not None:
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
-            # The server's stderr goes to a file: it must not draw over the terminal, and its
-            # last line explains a failed start.
-            self._errlog = tempfile.TemporaryFile(  # noqa: SIM115 - closed when the task ends
-                "w+", encoding="utf-8", errors="replace"
-            )
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env=dict(config.env) or None,
-                cwd=config.cwd,
-            )
-            return stdio_client(params, errlog=self._errlog)
-        return _http_transport(str(config.url), dict(config.headers))
-
-    def _last_stderr_line(self) -> str:
-        log = self._errlog
-        if log is None or log.closed:
-            return ""
-        try:
-            log.flush()
-            log.seek(0)
-            lines = [line.strip() for line in log.read().splitlines() if line.strip()]
-        except (OSError, ValueError):
-            return ""
-        return _one_line(lines[-1], 200) if lines else ""
-
-    async def _list_tools(self, session: ClientSession) -> tuple[ToolInfo, ...]:
-        from mcp.types import PaginatedRequestParams
-
-        tools: list[ToolInfo] = []
-        cursor: str | None = None
-        for _page in range(100):  # a server that paginates forever cannot hang lmc
-            params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
-            result = await session.list_tools(params=params)
-            for tool in result.tools:
-                tools.append(ToolInfo(tool.name, tool.description or "", dict(tool.input_schema)))
-            cursor = result.next_cursor
-            if cursor is None:
-                break
-        offered = {tool.name for tool in tools}
-        named = [*(self.config.tools or ()), *self.config.auto_approve]
-        self.missing = tuple(dict.fromkeys(name for name in named if name not in offered))
-        allowed = self.config.tools
-        if allowed is not None:
-            tools = [tool for tool in tools if tool.name in allowed]
-        return tuple(tools)
-
-    # -- stopping --------------------------------------------------------------------------
-
-    async def stop(self) -> None:
-        """End the connection (the SDK closes stdin, then terminates the process)."""
-        task = self._task
-        if task is None:
-            return
-        if self._stop is not None:
-            self._stop.set()
-        if not task.done():
-            done, _ = await asyncio.wait({task}, timeout=_STOP_WAIT)
-            if not done:
-                task.cancel()
-                await asyncio.wait({task}, timeout=_STOP_WAIT)
-        self._task = None
-        self.session = None
-
-    # -- calling ---------------------------------------------------------------------------
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        from mcp import MCPError
-
-        session = await self.started()
-        try:
-            return await asyncio.wait_for(session.call_tool(tool, arguments), self.config.timeout)
-        except TimeoutError:
-            await self.stop()
-            raise McpServerError(
-                self._line(
-                    f"did not answer {tool} within {self.config.timeout:g} s: it was stopped "
-                    "and restarts on next use"
-                )
-            ) from None
-        except MCPError as exc:
-            if self.session is not session or exc.code == _CONNECTION_CLOSED:
-                detail = exc.message
-                stderr = self._last_stderr_line()
-                if stderr:
-                    detail += f"; its last message: {stderr}"
-                await self.stop()
-                raise McpServerError(
-                    self._line(f"stopped during the call ({detail}): it restarts on next use")
-                ) from None
-            raise McpServerError(self._line(f"refused the call: {exc.message}")) from None
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            await self.stop()
-            raise McpServerError(
-                self._line(f"failed during the call ({_describe(exc)}): it restarts on next use")
-            ) from None
-
-
-_CONNECTION_CLOSED = -32000
+    return http_transport(config, seen)
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> Any:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+async def _task_group() -> AsyncIterator[TaskGroup]:
+    """The connections' task group, created on the portal's loop (anyio needs one running)."""
+    import anyio
 
-    async with (
-        create_mcp_http_client(headers=headers or None) as client,
-        streamable_http_client(url, http_client=client) as streams,
-    ):
-        yield streams
+    async with anyio.create_task_group() as group:
+        try:
+            yield group
+        finally:
+            group.cancel_scope.cancel()  # what a bounded stop left running
 
 
 class McpManager:
     """The configured servers, driven from synchronous code (the agent loop, the CLI)."""
 
-    def __init__(self, configs: Mapping[str, McpServerConfig]) -> None:
-        self.configs = dict(configs)
-        self._servers = {name: _Server(config) for name, config in self.configs.items()}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+    def __init__(
+        self,
+        configs: Mapping[str, McpServerConfig],
+        roots: Sequence[Path] = (),
+    ) -> None:
+        self.configs = {name: c for name, c in configs.items() if c.enabled}
+        self._hooks = Hooks(lmc_version(), tuple(roots), _http_transport)
+        self._stack: contextlib.ExitStack | None = None
+        self._portal: BlockingPortal | None = None
+        self._group: TaskGroup | None = None
+        self._connections: dict[str, Connection] = {}
         self._lock = threading.Lock()
-        self._starting: dict[str, Future[None]] = {}
+        self._starting: dict[str, Future[Any]] = {}
         self._calls: set[Future[Any]] = set()
 
-    # -- the loop thread ---------------------------------------------------------------------
+    # -- the event loop --------------------------------------------------------------------
 
-    def _run(self, coro: Any) -> Future[Any]:
+    def _open(self) -> BlockingPortal:
         with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="lmc-mcp", daemon=True)
-                thread.start()
-                self._loop, self._thread = loop, thread
-            loop = self._loop
-        return asyncio.run_coroutine_threadsafe(coro, loop)
+            if self._portal is None:
+                from anyio.from_thread import start_blocking_portal
 
-    # -- starting and listing ----------------------------------------------------------------
+                stack = contextlib.ExitStack()
+                portal = stack.enter_context(start_blocking_portal())
+                try:
+                    group: TaskGroup = stack.enter_context(
+                        portal.wrap_async_context_manager(_task_group())
+                    )
+                except BaseException:
+                    stack.close()
+                    raise
+                self._connections = {
+                    name: Connection(config, self._hooks, group)
+                    for name, config in self.configs.items()
+                }
+                self._stack, self._portal, self._group = stack, portal, group
+            return self._portal
 
-    def start(self) -> None:
-        """Start every server in the background (returns at once; idempotent)."""
-        for name, server in self._servers.items():
-            if name not in self._starting:
-                self._starting[name] = self._run(self._start_one(server))
-
-    async def _start_one(self, server: _Server) -> None:
-        await server.started()
-
-    def statuses(self) -> list[ServerStatus]:
-        """Wait for each server's start (bounded by its timeout) and say how it went."""
-        self.start()
-        statuses = []
-        for name, server in self._servers.items():
-            future = self._starting[name]
-            try:
-                future.result(timeout=server.config.start_within + _STOP_WAIT)
-            except McpServerError as exc:
-                statuses.append(ServerStatus(server.config, False, error=str(exc)))
-                continue
-            except FutureTimeout:
-                future.cancel()
-                line = f"MCP server {name!r} did not start within {server.config.start_within:g} s"
-                statuses.append(ServerStatus(server.config, False, error=line))
-                continue
-            except Exception as exc:  # a bug in the SDK or here: still one line, not a crash
-                line = f"MCP server {name!r} failed to start: {_describe(exc)}"
-                statuses.append(ServerStatus(server.config, False, error=line))
-                continue
-            statuses.append(ServerStatus(server.config, True, server.tools, None, server.missing))
-        return statuses
-
-    # -- calling -----------------------------------------------------------------------------
-
-    def call(self, server: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Call a tool and wait for its result; raises :class:`McpServerError` (one line).
-
-        A ``KeyboardInterrupt`` while waiting cancels the call (the SDK tells the server) and
-        goes on; :meth:`cancel_calls` from another thread ends the wait with an
-        :class:`McpServerError` saying the call was cancelled.
-        """
-        target = self._servers[server]
-        future: Future[CallToolResult] = self._run(target.call(tool, arguments))
-        with self._lock:
-            self._calls.add(future)
+    def _connection(self, name: str) -> Connection:
+        self._open()
         try:
-            return future.result()  # a lock wait: Ctrl-C interrupts it
+            return self._connections[name]
+        except KeyError:
+            raise McpServerError(f"no MCP server named {name!r}") from None
+
+    def _wait(self, future: Future[_T], seconds: float, what: str, *, call: bool = True) -> _T:
+        """The future's result within ``seconds``; an unexpected error as one line. A ``call``
+        counts as in flight (and :meth:`cancel_calls` cancels it); a start does not."""
+        if call:
+            with self._lock:
+                self._calls.add(future)
+        try:
+            return future.result(timeout=seconds)  # a lock wait: Ctrl-C interrupts it
         except CancelledError:
-            raise McpServerError(f"the call to {server}.{tool} was cancelled") from None
+            raise McpServerError(f"the call to {what} was cancelled") from None
+        except FutureTimeout:
+            future.cancel()
+            raise McpServerError(f"{what} did not come back within {seconds:g} s") from None
+        except McpServerError:
+            raise
+        except Exception as exc:
+            raise McpServerError(f"{what} failed: {describe(exc)}") from exc
         except BaseException:
             future.cancel()
             raise
         finally:
             with self._lock:
                 self._calls.discard(future)
+
+    # -- starting and listing --------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start every server in the background (returns at once; idempotent)."""
+        portal = self._open()
+        for name, connection in self._connections.items():
+            if name not in self._starting:
+                self._starting[name] = portal.start_task_soon(connection.session)
+
+    def statuses(self) -> list[ServerStatus]:
+        """Wait for each server's start (bounded by its start timeout) and say how it went."""
+        self.start()
+        statuses = []
+        for name, connection in self._connections.items():
+            config = connection.config
+            try:
+                limit = config.start_within + _SLACK
+                self._wait(self._starting[name], limit, f"MCP server {name!r}", call=False)
+            except McpServerError as exc:
+                statuses.append(ServerStatus(config, False, error=str(exc)))
+                continue
+            offer = connection.offer
+            statuses.append(
+                ServerStatus(
+                    config,
+                    True,
+                    offer.tools,
+                    None,
+                    offer.notes,
+                    offer.resources,
+                    offer.prompts,
+                    offer.server_version,
+                )
+            )
+        return statuses
+
+    def not_protocol_lines(self, server: str) -> tuple[int, str]:
+        """How many stdout lines of ``server`` were not MCP, and the first of them."""
+        notes = self._connection(server).notes
+        return (notes.not_protocol, notes.first_line) if notes is not None else (0, "")
+
+    # -- calling ---------------------------------------------------------------------------
+
+    def call(
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Callable[[float, float | None, str | None], None] | None = None,
+    ) -> CallToolResult:
+        """Call a tool and wait for its result; raises :class:`McpServerError` (one line).
+
+        ``progress`` is called (on the event loop's thread) for each progress notification.
+        A ``KeyboardInterrupt`` while waiting cancels the call (the SDK tells the server) and
+        goes on; :meth:`cancel_calls` from another thread ends the wait with an
+        :class:`McpServerError` saying the call was cancelled.
+        """
+        connection = self._connection(server)
+        future: Future[CallToolResult] = self._open().start_task_soon(
+            connection.call, tool, arguments, progress
+        )
+        limit = connection.config.start_within + connection.config.timeout + _SLACK
+        return self._wait(future, limit, f"{server}.{tool}")
+
+    def read_resource(self, server: str, uri: str) -> ReadResourceResult:
+        connection = self._connection(server)
+        future: Future[ReadResourceResult]
+        future = self._open().start_task_soon(connection.read_resource, uri)
+        limit = connection.config.start_within + connection.config.timeout + _SLACK
+        return self._wait(future, limit, f"{server} resource {uri}")
+
+    def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> GetPromptResult:
+        connection = self._connection(server)
+        future: Future[GetPromptResult]
+        future = self._open().start_task_soon(connection.get_prompt, name, arguments)
+        limit = connection.config.start_within + connection.config.timeout + _SLACK
+        return self._wait(future, limit, f"{server} prompt {name}")
 
     @property
     def calls_in_flight(self) -> int:
@@ -380,23 +268,28 @@ class McpManager:
             future.cancel()
 
     def close(self) -> None:
-        """Stop every server and the loop thread."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
+        """Stop every server, then the event loop (each wait bounded)."""
+        with self._lock:
+            stack, portal = self._stack, self._portal
+            self._stack = self._portal = self._group = None
+        if stack is None or portal is None:
             return
-        servers = list(self._servers.values())
+        connections = list(self._connections.values())
 
         async def stop_all() -> None:
-            await asyncio.gather(*(server.stop() for server in servers), return_exceptions=True)
+            import anyio
 
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(stop_all(), loop).result(timeout=3 * _STOP_WAIT)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=_STOP_WAIT)
-        if not thread.is_alive():
-            loop.close()
-        self._loop = self._thread = None
-        self._starting.clear()
+            async with anyio.create_task_group() as group:
+                for connection in connections:
+                    group.start_soon(connection.stop, STOP_WAIT)
+
+        try:
+            portal.start_task_soon(stop_all).result(timeout=2 * STOP_WAIT + _SLACK)
+        except FutureTimeout:  # the task group's exit below cancels what is left
+            logging.getLogger("lmc.mcp").warning("MCP servers did not stop in time; cancelled")
+        finally:
+            stack.close()
+            self._starting.clear()
 
     def __enter__(self) -> McpManager:
         return self

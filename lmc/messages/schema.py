@@ -40,7 +40,8 @@ CODE_FORMATS: Final = ("python", "shell", "javascript", "r", "applescript", "htm
 FORMATS_BY_TYPE: Final[Mapping[str, tuple[str | None, ...]]] = {
     "message": (None,),
     "reasoning": (None,),
-    "console": ("active_line", "output"),
+    # "progress": a live status line of a long MCP call (not output; the model never reads it).
+    "console": ("active_line", "output", "progress"),
     "image": ("base64", "base64.png", "base64.jpeg", "path"),
     "code": CODE_FORMATS,
     "audio": ("wav",),

@@ -10,10 +10,12 @@ that stops while it waits leaves the queue at once, without sampling.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
 from lmc.backends.base import Backend, Generation, Piece, SamplingSettings, StopReason
+from lmc.errors import BackendError
 
 __all__ = ["Gate", "GateTicket", "TurnTakingBackend"]
 
@@ -21,10 +23,11 @@ __all__ = ["Gate", "GateTicket", "TurnTakingBackend"]
 class GateTicket:
     """One place in the queue (a connection's current wait), abandonable from any thread."""
 
-    __slots__ = ("abandoned",)
+    __slots__ = ("abandoned", "timed_out")
 
     def __init__(self) -> None:
         self.abandoned = False
+        self.timed_out = False
 
 
 class Gate:
@@ -40,8 +43,15 @@ class Gate:
         with self._condition:
             return self._holder is not None or bool(self._queue)
 
-    def acquire(self, ticket: GateTicket, on_wait: Callable[[], None] | None = None) -> bool:
-        """Wait for the turn of ``ticket``; False when it was abandoned before it came."""
+    def acquire(
+        self,
+        ticket: GateTicket,
+        on_wait: Callable[[], None] | None = None,
+        timeout: float | None = None,
+    ) -> bool:
+        """Wait for the turn of ``ticket``; False when it was abandoned before it came, or
+        ``timeout`` seconds passed (then ``ticket.timed_out`` is set)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._condition:
             self._queue.append(ticket)
             told = False
@@ -51,7 +61,11 @@ class Gate:
                 if not told and on_wait is not None:
                     told = True
                     on_wait()
-                self._condition.wait()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    ticket.abandoned = ticket.timed_out = True
+                    break
+                self._condition.wait(left)
             self._queue.remove(ticket)
             if ticket.abandoned:
                 self._condition.notify_all()
@@ -131,10 +145,16 @@ class TurnTakingBackend(Backend):
     """One connection's view of the shared model; never closes it."""
 
     def __init__(
-        self, shared: Backend, gate: Gate, on_queued: Callable[[], None] | None = None
+        self,
+        shared: Backend,
+        gate: Gate,
+        on_queued: Callable[[], None] | None = None,
+        wait_timeout: float | None = None,
     ) -> None:
         self._shared = shared
         self._gate = gate
+        #: How long a generation waits for the model before the turn fails (None: no limit).
+        self.wait_timeout = wait_timeout
         #: Called (in the turn's thread) when this connection's generation has to wait.
         self.on_queued = on_queued
         self._lock = threading.Lock()
@@ -151,8 +171,13 @@ class TurnTakingBackend(Backend):
         with self._lock:
             self._ticket = ticket
         if (cancel is not None and cancel.is_set()) or not self._gate.acquire(
-            ticket, self.on_queued
+            ticket, self.on_queued, self.wait_timeout
         ):
+            if ticket.timed_out:
+                raise BackendError(
+                    f"the model stayed busy with other conversations for {self.wait_timeout:g} s",
+                    hint="send the message again later",
+                )
             return _Cancelled()
         try:
             inner = self._shared.generate(prompt, settings, cancel)

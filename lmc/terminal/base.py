@@ -114,6 +114,8 @@ class BlockRenderer:
             self.on_active_line(int(content) if content else None)
         elif fmt == "output" and chunk.get("content"):
             self.on_output(str(chunk["content"]))
+        elif fmt == "progress" and chunk.get("content"):
+            self.on_progress(str(chunk["content"]))
         if chunk.get("end") and self.in_console:
             self.in_console = False
             self.on_console_end()
@@ -152,6 +154,9 @@ class BlockRenderer:
 
     def on_output(self, text: str) -> None:
         """A piece of the running code's output."""
+
+    def on_progress(self, status: str) -> None:
+        """A running tool call's latest progress (a live status line, replaced by the next)."""
 
     def on_console_end(self) -> None:
         """The code block finished running."""

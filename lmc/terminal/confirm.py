@@ -44,6 +44,11 @@ NO_TERMINAL = (  # a block: code or a tool call
     "a block needs your confirmation and there is no terminal to ask: pass -y to run it "
     "without asking (it stays contained by the sandbox), or run lmc where it can ask"
 )
+NO_TERMINAL_TOOL = (
+    "a tool call needs your confirmation and there is no terminal to ask: pass -y to call "
+    "tools without asking (or auto_approve them in the server's table), or run lmc where it "
+    "can ask"
+)
 
 
 class NoTerminalError(LmcError):
@@ -142,7 +147,8 @@ class Confirmer:
         if self.approvals.allows(block) is not None:
             return True
         if self.ask is None:
-            raise NoTerminalError(NO_TERMINAL)
+            tool_call = block.get("type") == "tool_call"  # not "code": an MCP or browser tool
+            raise NoTerminalError(NO_TERMINAL_TOOL if tool_call else NO_TERMINAL)
         if self.screen is not None:
             self.screen.pause()
         language = str(block.get("format") or block.get("language") or "")

@@ -1,5 +1,5 @@
 """The chat's %commands: %reset, %undo, %save, %load, %tokens, %verbose, %auto_run,
-%approvals, %reasoning, %export, %sandbox, %network, %help.
+%approvals, %reasoning, %export, %sandbox, %network, %mcp, %help.
 
 Each command is a small function of the chat's state; unknown commands show the help. A switch
 typed alone shows its state in the words it takes (``network: off``) and changes nothing; a
@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ HELP = """\
 %export [path.ipynb]   export the conversation as a notebook (.md: Markdown, .json: LMC)
 %sandbox [off|workspace|read-only]  how code is contained (restarts the kernels)
 %network [on|off]      network for sandboxed code (restarts the kernels)
+%mcp [read|attach|prompt ...]  the MCP servers' tools, resources and prompts (%mcp help)
 A switch given alone (%network, %verbose, ...) shows its state and changes nothing.
 %help                  this help
 Esc-Enter: new line · Ctrl-C: stop the model or the code · Ctrl-D: quit"""
@@ -47,6 +48,8 @@ class ChatState:
     say: Callable[[str], None]
     verbose: bool = False
     renderer: Any = None  # the chat's renderer (%reasoning)
+    #: Text to add to the next message (%mcp attach, %mcp prompt).
+    attachments: list[str] = field(default_factory=list)
 
 
 def is_magic(line: str) -> bool:
@@ -235,6 +238,12 @@ def _network(state: ChatState, args: list[str]) -> None:
     _change_sandbox(state, None, value)
 
 
+def _mcp(state: ChatState, args: list[str]) -> None:
+    from lmc.mcp.browse import browse
+
+    state.say(browse(getattr(state.interpreter, "tools", None), args, state.attachments))
+
+
 def _help(state: ChatState, args: list[str]) -> None:
     state.say(HELP)
 
@@ -252,6 +261,7 @@ _COMMANDS: dict[str, Callable[[ChatState, list[str]], None]] = {
     "export": _export,
     "sandbox": _sandbox,
     "network": _network,
+    "mcp": _mcp,
     "help": _help,
 }
 

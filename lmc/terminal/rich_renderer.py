@@ -128,6 +128,7 @@ class _CodeView:
         self.parts: list[str] = []
         self.output: list[str] = []
         self.active_line: int | None = None
+        self.progress: str | None = None
         self.running = False
         self.ran = False
         self.code_printed = False  # printed statically before a confirmation question
@@ -169,6 +170,8 @@ class _CodeView:
             if 1 <= self.active_line <= len(lines):
                 shown = lines[self.active_line - 1].strip()[:60]
                 subtitle = f"running line {self.active_line}: {shown}"
+        if self.running and self.progress:
+            subtitle = self.progress[:80]
         title = "output" + (" (running)" if self.running else "")
         return Panel(
             body,
@@ -345,6 +348,11 @@ class RichRenderer(BlockRenderer):
     def on_output(self, text: str) -> None:
         if self._code is not None:
             self._code.output.append(text)
+
+    def on_progress(self, status: str) -> None:
+        if self._code is not None:
+            self._code.progress = status
+            self._show(self._code)
 
     def on_console_end(self) -> None:
         if self._code is not None:

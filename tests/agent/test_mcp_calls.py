@@ -189,9 +189,9 @@ def test_a_schema_violation_is_told_to_the_model_exactly_and_nothing_is_asked(
     )
     chunks = list(interpreter.chat("add", stream=True, display=False, confirm=lambda b: True))
     message = (
-        "The arguments to functions.toy__add do not match its schema: 'b' is a required "
-        "property; a: 'two' is not of type 'integer'. Call it again with arguments that match "
-        "the schema."
+        "The arguments to functions.toy__add do not match its schema: b: missing (required, "
+        'expected number); a: expected number, got "two". Call it again with arguments that '
+        "match the schema."
     )
     assert notes(chunks) == [message]
     assert not any(c["type"] == "confirmation" for c in chunks)
@@ -243,7 +243,7 @@ def test_a_server_that_crashes_mid_call_is_reported_and_restarted_on_next_use(
     assert interpreter.messages[-1]["content"] == "It works again."
 
 
-def test_a_tool_slower_than_its_timeout_is_stopped(make_interpreter: MakeInterpreter) -> None:
+def test_a_tool_slower_than_its_timeout_is_cancelled(make_interpreter: MakeInterpreter) -> None:
     interpreter, _ = make_interpreter(
         [tool_call("toy__slow", {"seconds": 600}), FINAL.format("Too slow.")],
         mcp_servers={"toy": toy_stdio(timeout=1)},
@@ -251,7 +251,8 @@ def test_a_tool_slower_than_its_timeout_is_stopped(make_interpreter: MakeInterpr
     )
     chunks = list(interpreter.chat("wait", stream=True, display=False))
     assert outputs(chunks) == (
-        "MCP server 'toy' did not answer slow within 1 s: it was stopped and restarts on next use\n"
+        "MCP server 'toy' did not answer slow within 1 s: the call was cancelled (the server "
+        "goes on)\n"
     )
     assert interpreter.messages[-1]["content"] == "Too slow."
 
@@ -403,3 +404,19 @@ def test_chat_display_fences_a_tool_call_like_code() -> None:
         renderer.feed(chunk)
     renderer.close()
     assert out.getvalue() == '```toy.add\n{"a": 1, "b": 2}\n```\n1 + 2 = 3\n'
+
+
+def test_progress_streams_as_live_status_chunks_the_model_never_reads(
+    make_interpreter: MakeInterpreter,
+) -> None:
+    # On main a long call showed nothing until it ended.
+    interpreter, backend = make_interpreter(
+        [tool_call("toy__steps", {}), FINAL.format("Done.")],
+        mcp_servers={"toy": toy_stdio()},
+        auto_run=True,
+    )
+    chunks = list(interpreter.chat("go", stream=True, display=False))
+    progress = [c["content"] for c in chunks if c.get("format") == "progress"]
+    assert progress == ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"]
+    assert outputs(chunks) == "three steps done\n"
+    assert "step 1" not in backend.prompts[1]

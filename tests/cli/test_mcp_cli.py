@@ -123,17 +123,25 @@ def test_mcp_list_starts_each_server_and_lists_its_tools(lmc_env: dict[str, str]
     assert result.exit_code == 1  # one server did not start
     lines = result.stdout.splitlines()
     assert lines[0].startswith("toy (stdio: ") and lines[0].endswith("mcp_toy_server.py)")
-    assert lines[1:8] == [
-        "  ✓ started, 6 tools",
+    # Resources and prompts too (on main only tools were listed).
+    assert lines[1:15] == [
+        "  ✓ started, 9 tools, 1 resource, 1 prompt",
         "    add       Add two whole numbers. (auto-approved)",
         "    remember  Remember a note for later calls.",
         "    red_dot   A red dot, as a PNG image.",
         "    fail      Always fails with the message given.",
         "    slow      Sleep for some seconds, then say so.",
+        "    patient   Wait (without blocking the server); notes it when cancelled.",
+        "    steps     Report progress three times, then finish.",
+        "    roots     The client's roots, one URI a line.",
         "    crash     Exit the server process in the middle of the call.",
+        "  resources:",
+        "    note://today  today",
+        "  prompts:",
+        "    review(code)  Ask for a review of some code.",
     ]
-    assert lines[8].startswith("broken (stdio: ")
-    assert lines[9] == (
+    assert lines[15].startswith("broken (stdio: ")
+    assert lines[16] == (
         "  ✗ MCP server 'broken' failed to start: Connection closed (its last message: toy "
         "server: cannot open its database)"
     )
@@ -154,7 +162,7 @@ def test_doctor_includes_the_servers(lmc_env: dict[str, str], tiny_model: Path) 
         + _toml_table("mcp.servers.broken", toy_stdio("broken")),
     )
     result = _run(lmc_env, "doctor", "-m", str(tiny_model))
-    assert "mcp\n  ✓ toy          6 tools\n  ✗ broken       MCP server 'broken' failed" in (
+    assert "mcp\n  ✓ toy          9 tools\n  ✗ broken       MCP server 'broken' failed" in (
         result.stdout
     )
 
@@ -205,7 +213,7 @@ def test_without_a_terminal_a_tool_call_stops_the_run_and_no_mcp_drops_the_serve
     path = replay(call("toy__remember", '{"note": "x"}'), final("Declined."))
     result = _run(lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "--json", "go")
     assert result.exit_code == 1  # nobody to ask: stopped, not declined silently
-    assert "a block needs your confirmation and there is no terminal to ask" in result.stderr
+    assert "a tool call needs your confirmation and there is no terminal to ask" in result.stderr
     chunks = [json.loads(line) for line in result.stdout.splitlines()]
     assert chunks[-1]["type"] == "confirmation"  # the tool was never called
     assert not any(c.get("format") == "output" for c in chunks)

@@ -293,7 +293,7 @@ def test_nested_objects_indent_four_more() -> None:
             {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "number"}]}},
             "p?: (string | number)[],",
         ),
-        ({"anyOf": [{"type": "string"}]}, "p?: any,"),
+        ({"anyOf": [{"type": "string"}]}, "p?: string,"),
         ({"$ref": "#/defs/x"}, "p?: any,"),
         ({}, "p?: any,"),
         ({"type": "null"}, "p?: any,"),

@@ -19,7 +19,10 @@ def _text(result: CallToolResult) -> str:
 
 
 async def _session_calls(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """The server's initialize result and tools, and each call's result."""
     (tmp_path / "config.toml").touch()  # LMC_CONFIG naming a missing file is an error
+    if (tmp_path / "config.in").exists():
+        (tmp_path / "config.toml").write_text((tmp_path / "config.in").read_text())
     env = {
         "PYTHONPATH": str(ROOT),
         "LMC_CONFIG": str(tmp_path / "config.toml"),
@@ -34,10 +37,10 @@ async def _session_calls(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]
             stdio_client(params, errlog=errlog) as (read, write),
             ClientSession(read, write) as session,
         ):
-            await session.initialize()
+            initialized = await session.initialize()
             tools = await session.list_tools()
             results = [await session.call_tool(name, arguments) for name, arguments in calls]
-    return tools, results
+    return initialized, tools, results
 
 
 def _run(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
@@ -49,7 +52,7 @@ def _run(tmp_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> Any:
 
 
 def test_python_keeps_its_state_between_calls_and_shell_runs(tmp_path: Path) -> None:
-    tools, results = _run(
+    initialized, tools, results = _run(
         tmp_path,
         [
             ("run_code", {"language": "python", "code": "x = 6 * 7"}),
@@ -67,19 +70,38 @@ def test_python_keeps_its_state_between_calls_and_shell_runs(tmp_path: Path) -> 
     assert _text(shell) == f"hello from {tmp_path.name}\n"
     assert _text(languages).splitlines()[0] == "python"
     assert "shell" in _text(languages).splitlines()
+    # On main: applescript was listed on Linux, the server version was empty, and prompts and
+    # resources were advertised though lmc serves neither.
+    assert "applescript" not in _text(languages).splitlines()
+    from lmc import __version__
+
+    info, capabilities = initialized.server_info, initialized.capabilities
+    assert (info.name, info.version) == ("lmc", __version__)
+    assert capabilities.tools is not None
+    assert (capabilities.prompts, capabilities.resources, capabilities.completions) == (
+        None,
+        None,
+        None,
+    )
 
 
 def test_errors_come_back_to_the_client(tmp_path: Path) -> None:
-    _, (unknown, raised) = _run(
+    _, _, (unknown, apple, missing, raised) = _run(
         tmp_path,
         [
             ("run_code", {"language": "cobol", "code": "DISPLAY 'HI'."}),
+            ("run_code", {"language": "applescript", "code": "beep"}),
+            ("run_code", {"language": "python"}),
             ("run_code", {"language": "python", "code": "1 / 0"}),
         ],
     )
     assert unknown.is_error
-    assert _text(unknown).startswith("lmc cannot run 'cobol' code; it runs python, shell")
-    assert not raised.is_error  # the code ran; its error is its output
+    assert _text(unknown).startswith("lmc cannot run 'cobol' code here; it runs python, shell")
+    assert apple.is_error and "applescript" not in _text(apple).partition("runs")[2]
+    assert missing.is_error
+    assert _text(missing) == 'run_code needs {"language": "...", "code": "..."}, both strings.'
+    # On main an exception in the code came back with isError: false.
+    assert raised.is_error
     assert "ZeroDivisionError" in _text(raised)
 
 
@@ -90,6 +112,26 @@ def test_images_come_back_as_image_content(tmp_path: Path) -> None:
         "display(Image(data=base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAD"
         "UlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==')))\n"
     )
-    _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": code})])
+    _, _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": code})])
     images = [block for block in result.content if isinstance(block, ImageContent)]
     assert len(images) == 1 and images[0].mime_type == "image/png"
+
+
+def test_output_is_capped_like_the_terminals_with_a_note(tmp_path: Path) -> None:
+    # On main one call returned all 2,000,001 characters.
+    from lmc.mcp.serve import OUTPUT_LIMIT
+
+    code = "print('x' * 2_000_000)"
+    _, _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": code})])
+    text = _text(result)
+    assert len(text) < OUTPUT_LIMIT + 400
+    assert text.endswith("[output shortened: 2,000,001 characters in all]\n")
+    assert not result.is_error
+
+
+def test_a_kernel_that_cannot_start_is_an_error(tmp_path: Path) -> None:
+    # On main every failure but an unknown language came back with isError: false.
+    (tmp_path / "config.in").write_text(f'workdir = "{tmp_path / "gone"}"\n')
+    _, _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": "1"})])
+    assert result.is_error
+    assert "could not run the python kernel" in _text(result)

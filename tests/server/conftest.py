@@ -21,6 +21,7 @@ from server_testing import TOKEN, LiveServer, Served
 
 from lmc.backends import BackendConfig, open_backend
 from lmc.backends.base import Backend
+from lmc.cli.serve import computer_factory
 from lmc.cli.session import make_interpreter
 from lmc.config import Settings
 from lmc.server import ServerConfig, create_app
@@ -44,6 +45,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
         stt_model: str | None = None,
         max_tokens: int | None = None,
         mcp_servers: dict[str, Any] | None = None,
+        config_options: dict[str, Any] | None = None,
     ) -> Served:
         replay = None
         if completions:
@@ -66,17 +68,21 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
             backend = open_backend(config)
         interpreters: list[Any] = []
 
-        def factory(conversation_id: str | None, view: Backend | None) -> Any:
-            interpreter = make_interpreter(settings, conversation_id, backend=view)
+        def factory(conversation_id: str | None, view: Backend | None, computer: Any) -> Any:
+            interpreter = make_interpreter(
+                settings, conversation_id, backend=view, computer=computer
+            )
             interpreters.append(interpreter)
             return interpreter
 
         config = ServerConfig(
             token=TOKEN,
             make_interpreter=factory,
+            make_computer=computer_factory(settings),
             shared_backend=backend,
             auto_run=auto_run,
             db_path=db_path,
+            **(config_options or {}),
         )
         live = LiveServer(create_app(config))
         started.append((live, backend))

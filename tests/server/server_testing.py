@@ -16,6 +16,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from lmc.messages import Chunk
 from lmc.server import ServerConfig
+from lmc.server.protocols import uvicorn_config
 
 TIMEOUT = 120.0  # generous: two shared cores, kernels starting
 
@@ -42,10 +43,12 @@ class LiveServer:
     """uvicorn in a thread of the test process, on a port of its own."""
 
     def __init__(self, app: Any) -> None:
+        self.app = app
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.port = int(self._sock.getsockname()[1])
-        config = uvicorn.Config(app, ws_max_size=64 * 1024 * 1024, log_level="warning")
+        limits = app.state.config.limits.protocol()
+        config = uvicorn_config(app, limits, max_frame_bytes=64 * 1024 * 1024, log_level="warning")
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self._sock]}, daemon=True

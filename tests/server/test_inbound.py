@@ -8,6 +8,8 @@ import struct
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lmc.server.inbound import Begin, Command, Inbound, Problem, UserAudio, UserText, is_wav
 
@@ -100,3 +102,56 @@ def test_audio_that_is_not_wav_is_refused_at_its_end() -> None:
     assert is_wav(WAV) and not is_wav(b"RIFF")
     [problem] = reader.binary(WAV)  # the audio message is over
     assert isinstance(problem, Problem) and "binary frame" in problem.text
+
+
+# Any JSON a client can send, nested, with odd strings (lone surrogates included) and numbers.
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True)
+    | st.text()
+    | st.sampled_from(["user", "message", "audio", "command", "go", "wav", "bytes.wav", "\ud800"])
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["role", "type", "format", "content", "start", "end", "auth", "x"]),
+            inner,
+            max_size=6,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_json | st.binary(max_size=64), min_size=1, max_size=8))
+def test_no_frame_makes_the_reader_raise(frames: list[Any]) -> None:
+    reader = Inbound(max_bytes=1_000)
+    for sent in frames:
+        is_binary = isinstance(sent, bytes)
+        actions = reader.binary(sent) if is_binary else reader.text(json.dumps(sent))
+        for action in actions:
+            if isinstance(action, Problem):
+                assert "\n" not in action.text and len(action.text) < 200
+                action.text.encode("utf-8")  # sendable as it is
+    # Whatever was left open, a whole new message is read as it is.
+    whole = frame(type="message", start=True, content="ok", end=True)
+    assert reader.text(whole)[-2:] == [Begin(), UserText("ok")]
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        ("[" * 100_000, "nested too deeply"),
+        ('{"role": "user", "content": ' + "1" * 5_000 + "}", "digits"),
+        (frame(type="message", content="\ud800"), "lone surrogate"),
+        ('{"role": "\\udfff"}', "unknown role '\\udfff'"),
+    ],
+)
+def test_frames_that_broke_the_server_are_problems(sent: str, expected: str) -> None:
+    [problem] = Inbound().text(sent)
+    assert isinstance(problem, Problem) and expected in problem.text

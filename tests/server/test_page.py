@@ -47,12 +47,20 @@ def _browser(tmp_path: Path, extra: list[str]) -> Iterator[WebDriver]:
         *extra,
     ):
         options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(executable_path=CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log"))
     driver = webdriver.Chrome(service=service, options=options)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+def policy_violations(driver: WebDriver) -> list[str]:
+    """What the page's Content-Security-Policy refused (chromium logs each refusal)."""
+    return [
+        e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]
+    ]
 
 
 def send(driver: WebDriver, text: str) -> None:
@@ -80,7 +88,18 @@ def test_decline_then_run_in_the_browser(
     block = browser.find_element(By.CSS_SELECTOR, ".block pre")
     assert "open('ran.txt'" in block.text
     assert block.find_elements(By.CSS_SELECTOR, ".tok-str")  # highlighted
+    # The page says it waits for the person, and already lists the new conversation.
+    assert "waiting for you" in browser.find_element(By.ID, "status").text
+    assert "waiting" in (browser.find_element(By.TAG_NAME, "body").get_attribute("class") or "")
+    assert browser.title.startswith("(waiting for you)")
+    wait.until(
+        lambda d: (
+            [e.text for e in d.find_elements(By.CSS_SELECTOR, "#conversations li")]
+            == ["write ran.txt"]
+        )
+    )
     decline.click()
+    wait.until(lambda d: "waiting for you" not in d.find_element(By.ID, "status").text)
     wait.until(ec.text_to_be_present_in_element((By.ID, "log"), "nothing ran."))
     strong = browser.find_element(By.CSS_SELECTOR, ".msg.assistant strong")
     assert strong.text == "nothing"  # Markdown rendered
@@ -104,6 +123,7 @@ def test_decline_then_run_in_the_browser(
     item = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#conversations li")))
     assert item.text == "write ran.txt"
     assert "conversation=" in browser.current_url
+    assert not policy_violations(browser)
     screenshot = tmp_path / "chat-page.png"
     browser.save_screenshot(str(screenshot))
     assert screenshot.stat().st_size > 10_000
@@ -183,3 +203,4 @@ def test_live_output_active_line_image_and_the_stop_button(
     output = browser.find_element(By.CSS_SELECTOR, ".block .output").text
     assert "KeyboardInterrupt" in output and "finished" not in output
     assert not browser.find_elements(By.CSS_SELECTOR, ".line.active")
+    assert not policy_violations(browser)  # the inline image is allowed

@@ -82,6 +82,8 @@ def test_the_seed_turn_in_its_exact_shape_with_go(serve: Serve) -> None:
     conversation_id = served.interpreters[0].conversation_id
     assert shape(chunks) == [
         ("assistant", "code", "python", "start"),
+        # Named as soon as it is stored, so that the page lists it at once.
+        ("server", "conversation", None, "content", conversation_id),
         ("assistant", "code", "python", "content"),
         ("assistant", "code", "python", "end"),
         ("computer", "confirmation", "execution", "content"),
@@ -93,7 +95,6 @@ def test_the_seed_turn_in_its_exact_shape_with_go(serve: Serve) -> None:
         ("assistant", "message", None, "start"),
         ("assistant", "message", None, "content"),
         ("assistant", "message", None, "end"),
-        ("server", "conversation", None, "content", conversation_id),
         ("server", "status", None, "content", "complete"),
     ]
     confirmation = next(c for c in chunks if is_confirmation(c))
@@ -217,7 +218,7 @@ def test_disconnect_mid_run_interrupts_the_code_and_keeps_the_conversation(
     interpreter = served.interpreters[0]
     # The connection's clean-up ends with its kernels closed; wait for that, not for time.
     deadline = time.monotonic() + 120
-    while interpreter._computer is not None or interpreter._store is not None:
+    while not interpreter.computer.closed or interpreter._store is not None:
         assert time.monotonic() < deadline, "the connection was not cleaned up"
         time.sleep(0.05)
     with ConversationStore(served.db_path) as store:

@@ -59,3 +59,30 @@ def test_a_spoken_question_is_heard_shown_and_answered(
         "content": transcript["content"],
     }
     client.close()
+
+
+def test_raw_pcm_as_the_01_client_streams_it_is_heard(
+    serve: Callable[..., Served], whisper_model_dir: Path, question_wav: bytes
+) -> None:
+    """``format: "bytes.wav"`` and raw 16-bit mono PCM at 16 kHz in 2,048-byte binary frames,
+    as OpenInterpreter/01's ``software/source/clients/base_device.py`` sends a recording
+    (``CHUNK = 1024`` samples of ``paInt16``, ``RECORDING_RATE = 16000``)."""
+    import io
+    import wave
+
+    import numpy as np
+
+    with wave.open(io.BytesIO(question_wav)) as spoken:
+        rate = spoken.getframerate()
+        samples = np.frombuffer(spoken.readframes(spoken.getnframes()), dtype="<i2")
+    times = np.arange(0, len(samples) / rate, 1 / 16_000)
+    pcm = np.interp(times, np.arange(len(samples)) / rate, samples).astype("<i2").tobytes()
+    served = serve(final("It is 42."), stt_model=str(whisper_model_dir))
+    client = served.client()
+    client.send({"role": "user", "type": "audio", "format": "bytes.wav", "start": True})
+    for at in range(0, len(pcm), 2048):
+        client.send(pcm[at : at + 2048])
+    client.send({"role": "user", "type": "audio", "format": "bytes.wav", "end": True})
+    chunks = client.until(is_complete)
+    assert heard(chunks[1]["content"]), chunks[1]
+    client.close()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from support.replay import write_replay
 
 from lmc.backends import BackendConfig, open_backend
+from lmc.errors import BackendError
 from lmc.server.turns import Gate, GateTicket, TurnTakingBackend
 
 
@@ -79,3 +81,20 @@ def test_a_generation_frees_the_gate_when_done_or_closed_even_before_its_first_p
         next(partly)
         partly.close()  # type: ignore[attr-defined]
         assert not gate.busy
+
+
+def test_a_wait_for_the_model_is_bounded(tiny_model: Path, tmp_path: Path) -> None:
+    gate = Gate()
+    holder = GateTicket()
+    assert gate.acquire(holder)
+    waiter = GateTicket()
+    assert not gate.acquire(waiter, timeout=0.2)
+    assert waiter.timed_out and gate.busy  # the holder still holds it
+    replay = write_replay(tmp_path / "replay.txt", ["<|channel|>final<|message|>hi<|return|>"])
+    with open_backend(BackendConfig(model=str(tiny_model), replay=str(replay))) as shared:
+        backend = TurnTakingBackend(shared, gate, wait_timeout=0.2)
+        with pytest.raises(BackendError, match=r"busy with other conversations for 0\.2 s"):
+            backend.generate(PROMPT)
+        gate.release(holder)
+        assert "".join(p.text for p in backend.generate(PROMPT)).endswith("<|return|>")
+    assert not gate.busy

@@ -12,7 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["START", "TOY", "cancel_when_in_flight", "toy_http", "toy_stdio"]
+__all__ = [
+    "START",
+    "TOY",
+    "cancel_when_in_flight",
+    "free_port",
+    "toy_http",
+    "toy_stdio",
+    "wait_listening",
+]
 
 TOY = Path(__file__).resolve().parent / "mcp_toy_server.py"
 
@@ -44,38 +52,38 @@ def cancel_when_in_flight(manager: Any, cancel: Callable[[], None]) -> threading
     return thread
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
 
 
-def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + START
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the toy HTTP server exited with {process.returncode}")
+            raise RuntimeError(f"the HTTP server exited with {process.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
         except OSError:
             time.sleep(0.1)
-    raise RuntimeError("the toy HTTP server did not listen in time")
+    raise RuntimeError("the HTTP server did not listen in time")
 
 
 @contextmanager
 def toy_http() -> Iterator[str]:
     """The toy server over streamable HTTP (uvicorn) on a free loopback port; yields its URL
     and ends the server after."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, str(TOY), "http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_listening(port, process)
+        wait_listening(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

@@ -14,7 +14,8 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 
@@ -54,6 +55,39 @@ def slow(seconds: float) -> str:
     return f"slept {seconds} s"
 
 
+@server.tool(description="Wait (without blocking the server); notes it when cancelled.")
+async def patient(seconds: float) -> str:
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        _notes.append("patient was cancelled")
+        raise
+    return f"waited {seconds} s"
+
+
+@server.tool(description="Report progress three times, then finish.")
+async def steps(ctx: Context) -> str:
+    for step in range(1, 4):
+        await ctx.report_progress(step, 3, f"step {step}")
+    return "three steps done"
+
+
+@server.tool(description="The client's roots, one URI a line.")
+async def roots(ctx: Context) -> str:
+    listed = await ctx.session.list_roots()
+    return "\n".join(str(root.uri) for root in listed.roots)
+
+
+@server.resource("note://today", description="Today's note.")
+def today() -> str:
+    return "buy milk"
+
+
+@server.prompt(description="Ask for a review of some code.")
+def review(code: str) -> str:
+    return f"Please review this code:\n{code}"
+
+
 @server.tool(description="Exit the server process in the middle of the call.")
 def crash() -> str:
     sys.stderr.write("toy server: crashing on purpose\n")
@@ -66,6 +100,9 @@ if __name__ == "__main__":
     if mode == "broken":
         sys.stderr.write("toy server: cannot open its database\n")
         sys.exit(2)
+    if mode == "noisy":  # a banner and a log line on stdout, as some real servers print
+        sys.stdout.write("Toy MCP server v1 starting\n[info] listening on stdio\n")
+        sys.stdout.flush()
     if mode == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

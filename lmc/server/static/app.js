@@ -34,6 +34,14 @@
 
   function status(text) { statusLine.textContent = text; }
 
+  // A code block waits for the person: say so where they look (status, title, a class on body).
+  function waitingForYou(waiting) {
+    document.body.classList.toggle("waiting", waiting);
+    document.title = waiting ? "(waiting for you) lmc" : "lmc";
+    if (waiting) status("waiting for you: run or decline the code above");
+    else if (statusLine.textContent.startsWith("waiting for you")) status("");
+  }
+
   function setBusy(value) {
     busy = value;
     sendButton.disabled = !ready || busy;
@@ -121,6 +129,8 @@
   function consoleChunk(chunk) {
     if (!lastBlock) begin({ role: "computer", type: "console", start: true });
     if (chunk.format === "active_line") return markActive(chunk.content);
+    // A running MCP call's progress: a live status line, not output.
+    if (chunk.format === "progress") return lastBlock.output.setAttribute("data-progress", chunk.content);
     lastBlock.output.textContent += chunk.content;
     lastBlock.output.scrollTop = lastBlock.output.scrollHeight;
     scroll();
@@ -136,6 +146,7 @@
 
   function confirmation() {
     if (!lastBlock || lastBlock.el.querySelector(".actions")) return;
+    waitingForYou(true);
     const actions = document.createElement("div");
     actions.className = "actions";
     actions.innerHTML = '<button type="button" class="run">Run</button><button type="button" class="decline">Decline</button>';
@@ -150,6 +161,7 @@
 
   function removeActions() {
     for (const el of log.querySelectorAll(".actions")) el.remove();
+    waitingForYou(false);
   }
 
   function image(chunk) {
@@ -179,7 +191,7 @@
       status("");
       loadConversations();
     } else if (chunk.type === "status" && chunk.content === "queued") {
-      status("queued: another conversation is using the model…");
+      status("queued: waiting for the model or a free kernel, used by another conversation…");
     } else if (chunk.type === "error") {
       add("error").textContent = chunk.content;
     } else if (chunk.type === "conversation") {
@@ -238,6 +250,7 @@
     if (!text || !ready || busy) return;
     input.value = "";
     add("user").textContent = text;
+    if (!conversation) listPending(text);
     setBusy(true);
     send({ role: "user", type: "message", start: true });
     send({ role: "user", type: "message", content: text });
@@ -295,6 +308,17 @@
     const response = await fetch(path, { headers: { "X-API-KEY": token } });
     if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
     return response.json();
+  }
+
+  // A new conversation is listed as soon as it is sent; the server's list replaces the entry
+  // when the conversation is stored.
+  function listPending(text) {
+    const list = $("conversations");
+    for (const el of list.querySelectorAll("li.current")) el.classList.remove("current");
+    const li = document.createElement("li");
+    li.textContent = text.split("\n")[0].slice(0, 80);
+    li.className = "current pending";
+    list.prepend(li);
   }
 
   async function loadConversations() {

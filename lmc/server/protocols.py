@@ -1,0 +1,146 @@
+"""uvicorn's HTTP and websocket protocols with the limits a shared machine needs.
+
+uvicorn leaves three doors open that an ASGI app cannot close from inside:
+
+- a connection that never finishes its request headers is kept forever (slowloris): here
+  the headers must be complete within ``header_timeout`` seconds of the connection (or of
+  the first byte of the next request on a kept-alive one), else it is closed;
+- connections are accepted without bound: past ``max_connections`` a new connection is
+  answered ``503`` at once and closed, before anything is read;
+- the websocket frame limit is one for the whole connection: here frames are held to
+  ``pre_auth_max_bytes`` until the app raises the limit after authentication (through the
+  ``lmc.frame_limit`` scope extension), so an unauthenticated client cannot make the server
+  buffer a 60 MB frame.
+
+:func:`uvicorn_config` builds a ``uvicorn.Config`` with both protocols for one app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+__all__ = ["FRAME_LIMIT_EXTENSION", "ProtocolLimits", "uvicorn_config"]
+
+log = logging.getLogger("lmc.server")
+
+#: The scope extension through which the app sets the connection's frame limit.
+FRAME_LIMIT_EXTENSION = "lmc.frame_limit"
+
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"connection: close\r\ncontent-length: 41\r\n\r\n"
+    b"too many connections: try again shortly\r\n"
+)
+
+
+class ProtocolLimits:
+    """The limits the protocols enforce (see the module docstring)."""
+
+    def __init__(
+        self, *, header_timeout: float, max_connections: int, pre_auth_max_bytes: int
+    ) -> None:
+        self.header_timeout = header_timeout
+        self.max_connections = max_connections
+        self.pre_auth_max_bytes = pre_auth_max_bytes
+        self._refused = 0
+        self._told_at: float | None = None
+
+    def refused(self, open_now: int) -> None:
+        """Count a refused connection; say so in the log at most every 10 s (a flood of
+        connections must not become a flood of log lines)."""
+        self._refused += 1
+        now = time.monotonic()
+        if self._told_at is None or now - self._told_at >= 10.0:
+            log.warning(
+                "refused %d connection(s): %d are open (the limit)", self._refused, open_now
+            )
+            self._refused = 0
+            self._told_at = now
+
+
+class _GuardedH11(H11Protocol):
+    limits: ProtocolLimits  # set on the per-config subclass
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._header_timer: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections:
+            self.limits.refused(len(self.connections) - 1)
+            self.transport.write(_BUSY)
+            self.transport.close()
+            return
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.transport.get_protocol() is not self:  # upgraded to a websocket
+            self._disarm()
+        elif self.conn.their_state is h11.IDLE:
+            self._arm()  # still reading a request's headers
+        else:
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(
+                self.limits.header_timeout, self._headers_late
+            )
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self.transport.get_protocol() is self and not self.transport.is_closing():
+            self.transport.close()
+
+
+class _GuardedWebSocket(WebSocketsSansIOProtocol):
+    limits: ProtocolLimits
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn.max_message_size = self.limits.pre_auth_max_bytes
+
+    def _raise_frame_limit(self) -> None:
+        self.conn.max_message_size = self.config.ws_max_size
+
+    async def run_asgi(self) -> None:
+        extensions = self.scope["extensions"]
+        if extensions is not None:
+            extensions[FRAME_LIMIT_EXTENSION] = {"raise": self._raise_frame_limit}
+        await super().run_asgi()
+
+
+def _with_limits(base: type[Any], limits: ProtocolLimits) -> type[Any]:
+    return type(base.__name__, (base,), {"limits": limits})
+
+
+def uvicorn_config(
+    app: Any, limits: ProtocolLimits, *, max_frame_bytes: int, **options: Any
+) -> uvicorn.Config:
+    """A ``uvicorn.Config`` serving ``app`` through the guarded protocols."""
+    http: Callable[..., asyncio.Protocol] = _with_limits(_GuardedH11, limits)
+    ws: Callable[..., asyncio.Protocol] = _with_limits(_GuardedWebSocket, limits)
+    return uvicorn.Config(
+        app,
+        http=http,  # type: ignore[arg-type]
+        ws=ws,  # type: ignore[arg-type]
+        ws_max_size=max_frame_bytes,
+        **options,
+    )
