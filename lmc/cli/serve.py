@@ -96,15 +96,6 @@ def _url(host: str, port: int) -> str:
 
 def serve(options: SharedOptions, host: str, port: int) -> int:
     """Serve until Ctrl-C; 0 then, 1 on an error, 2 on bad usage."""
-    from lmc.server.security import is_loopback, new_token
-
-    token = os.environ.get(TOKEN_VARIABLE) or None
-    if token is None and not is_loopback(host):
-        _err(
-            f"error: refusing to listen on {host} without a token: anyone who can reach it "
-            f"could run code here. Set {TOKEN_VARIABLE}, or listen on 127.0.0.1."
-        )
-        return EXIT_USAGE
     if not 0 <= port <= _MAX_PORT:
         _err(f"error: --port must be a number from 0 to {_MAX_PORT}, not {port}")
         return EXIT_USAGE
@@ -115,6 +106,15 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
             'pip install "lmc[server]"'
         )
         return 1
+    from lmc.server.security import is_loopback, new_token
+
+    token = os.environ.get(TOKEN_VARIABLE) or None
+    if token is None and not is_loopback(host):
+        _err(
+            f"error: refusing to listen on {host} without a token: anyone who can reach it "
+            f"could run code here. Set {TOKEN_VARIABLE}, or listen on 127.0.0.1."
+        )
+        return EXIT_USAGE
     try:
         import uvicorn
 
