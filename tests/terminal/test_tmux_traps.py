@@ -60,8 +60,8 @@ def test_the_plain_display_keeps_stdin_open_for_the_next_block_and_prompt(
         pane.wait_for(r"^>\s*$")
         pane.type_line("run two blocks")
         pane.wait_for(r"Run this code\?")
+        mark = pane.mark()  # before answering: the next question may come at once
         pane.type_line("y")
-        mark = pane.mark()
         pane.wait_for(r"Run this code\?", after=mark)
         pane.type_line("y")
         pane.wait_for(r"Both ran\.[\s\S]*^>\s*$")
@@ -215,6 +215,31 @@ def test_reasoning_folds_to_one_line_and_reasoning_show_expands_it(
         pane.wait_for(r"reasoning: show", after=mark)
         pane.type_line("again")
         pane.wait_for(r"Add the tens first\.[\s\S]*Forty-three\.", after=mark)
+        pane.send("C-d")
+        pane.wait_for("LMC-EXITED rc=0")
+    finally:
+        pane.kill()
+
+
+def test_bare_switches_show_their_state_and_change_nothing(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    replay = write_replay(tmp_path / "r.txt", [_final("Hi.")])
+    pane, _ = start(tmp_path, ["-m", str(tiny_model), "--replay", str(replay)])
+    try:
+        pane.wait_for(r"^>\s*$")
+        for switch, state in (
+            ("%network", "network: off"),
+            ("%verbose", "verbose: off"),
+            ("%auto_run", "auto_run: off"),
+            ("%reasoning", "reasoning: hide"),
+            ("%network", "network: off"),  # still off: the first one changed nothing
+            ("%verbose", "verbose: off"),
+        ):
+            mark = pane.mark()
+            pane.type_line(switch)
+            pane.wait_for(rf"^{state}$", after=mark)
+        assert "restart" not in pane.screen()  # no kernel was touched
         pane.send("C-d")
         pane.wait_for("LMC-EXITED rc=0")
     finally:
