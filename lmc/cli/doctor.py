@@ -66,6 +66,17 @@ def check_languages() -> list[tuple[str, bool, str]]:
     return results
 
 
+def own_python(python: str) -> tuple[bool, str]:
+    """Whether the interpreter ``--python`` names can run the python kernel (has ipykernel)."""
+    from lmc.computer.kernelspecs import check_python
+
+    try:
+        check_python(python)
+    except LmcError as exc:
+        return False, str(exc)
+    return True, f"ipykernel on {python} (--python: your environment)"
+
+
 def gguf_problem(path: Path) -> str | None:
     """Why ``path`` is not a GGUF model that opens (None: it is): the magic, then the metadata
     lmc reads from it (a corrupt file fails here in one line, not deep in a backend)."""
@@ -302,6 +313,8 @@ def doctor(options: SharedOptions) -> int:
 
     out.write("languages\n")
     for name, works, detail in check_languages():
+        if name == "python" and settings.python:
+            works, detail = own_python(settings.python)
         line(name, works, detail)
         failures += name == "python" and not works
     out.write("model\n")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lmc.errors import ComputerError
 
-__all__ = ["KernelSpec", "kernel_spec", "kernels_dir"]
+__all__ = ["KernelSpec", "check_python", "kernel_spec", "kernels_dir"]
 
 _PYTHON_NAMES = frozenset({"python", "python3", f"python3.{sys.version_info[1]}"})
 
@@ -53,7 +53,7 @@ def kernels_dir() -> Path:
 
 
 @functools.cache
-def _check_python(python: str) -> None:
+def check_python(python: str) -> None:
     """``python`` runs and has ipykernel (asked once per interpreter); ComputerError if not."""
     try:
         done = subprocess.run(
@@ -90,7 +90,7 @@ def kernel_spec(name: str, python: str | None = None) -> KernelSpec:
     if argv and argv[0] in _PYTHON_NAMES:
         argv[0] = sys.executable
         if python is not None and name == "python":
-            _check_python(python)
+            check_python(python)
             argv[0] = python
     return KernelSpec(
         name=name,

@@ -61,3 +61,14 @@ def test_an_interpreter_without_ipykernel_is_one_line_with_the_fix(
     assert expected in result.stdout
     assert result.stdout.count("ipykernel") == 2  # once, in one line
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_doctor_checks_the_given_python(lmc_env: dict[str, str], tmp_path: Path) -> None:
+    bare = "/usr/bin/python3"
+    result = _lmc(lmc_env, "doctor", "--python", bare, cwd=tmp_path)
+    python = next(line for line in result.stdout.splitlines() if line.split()[1:2] == ["python"])
+    assert python.lstrip().startswith("✗") and f"{bare} -m pip install ipykernel" in python
+    assert result.returncode == 1
+    good = _lmc(lmc_env, "doctor", "--python", sys.executable, cwd=tmp_path)
+    python = next(line for line in good.stdout.splitlines() if line.split()[1:2] == ["python"])
+    assert python.lstrip().startswith("✓") and "your environment" in python
