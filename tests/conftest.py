@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -31,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # lmc itself, also when it is not installed
 
 
-def _load_script(name: str) -> object:
+def _load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -64,7 +65,8 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Path of the tiny gpt-oss GGUF, built once per test session."""
     maker = _load_script("make_tiny_model")
     out = tmp_path_factory.mktemp("tiny-model") / "tiny-gpt-oss.gguf"
-    return maker.write_tiny_model(out)  # type: ignore[attr-defined, no-any-return]
+    written: Path = maker.write_tiny_model(out)
+    return written
 
 
 @pytest.fixture(scope="session")

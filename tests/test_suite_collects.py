@@ -2,8 +2,8 @@
 
 Every test directory has a ``conftest.py`` and none is a package, so all of them are the
 module ``conftest``: ``from conftest import X`` gets whichever was imported first. Helpers
-live in modules with their own names (``agent_testing``, ``backend_testing``, ...), and
-test modules have names of their own too.
+live in the ``support`` package (``support.agent_testing``, ``support.backend_testing``, ...),
+and test modules have names of their own too.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 __all__ = [
     "Backend",
@@ -160,7 +160,7 @@ class Backend(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Free the model's resources."""
 
-    def __enter__(self) -> Backend:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -115,7 +115,11 @@ def default_runtime_dir() -> Path:
     """A fresh private folder for this session's connection files, logs and sockets."""
     root = runtime_root()
     remove_stale_sessions(root)
-    session = Path(tempfile.mkdtemp(prefix="s-", dir=root))
+    try:
+        session = Path(tempfile.mkdtemp(prefix="s-", dir=root))
+    except FileNotFoundError:  # the last other session removed the empty root just now
+        root = runtime_root()
+        session = Path(tempfile.mkdtemp(prefix="s-", dir=root))
     fd = os.open(session / "lock", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
     with _locks_guard:
@@ -124,9 +128,12 @@ def default_runtime_dir() -> Path:
 
 
 def release_runtime_dir(session: Path) -> None:
-    """Remove this session's folder and let go of its lock."""
+    """Remove this session's folder and let go of its lock; the root too when no other
+    session uses it (nothing of lmc's is left in the temporary directory)."""
     shutil.rmtree(session, ignore_errors=True)
     with _locks_guard:
         fd = _locks.pop(session, None)
     if fd is not None:
         os.close(fd)
+    with contextlib.suppress(OSError):  # not empty: another session lives on
+        session.parent.rmdir()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_testing import MakeInterpreter, RecordingBackend
+from support.agent_testing import MakeInterpreter, RecordingBackend
 from support.replay import write_replay
 
 from lmc.agent import Interpreter

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 from support.mcp_servers import toy_stdio
 from support.search_site import SearchSite, search_site
 

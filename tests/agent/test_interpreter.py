@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 
 from lmc.agent import Interpreter
 from lmc.agent.display import PlainRenderer
@@ -23,9 +24,9 @@ FINAL = "<|channel|>final<|message|>{}<|return|>"
         ({"reasoning": "extreme"}, "reasoning .*must be one of low, medium, high"),
     ],
 )
-def test_bad_arguments_are_one_line_config_errors(kwargs: dict[str, object], message: str) -> None:
+def test_bad_arguments_are_one_line_config_errors(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        Interpreter(**kwargs)  # type: ignore[arg-type]
+        Interpreter(**kwargs)
 
 
 def test_nothing_heavy_happens_until_needed(tmp_path: Path) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 
 from lmc.messages import Chunk
 
@@ -19,13 +20,13 @@ def python_call(code: str) -> str:
     return f"<|channel|>analysis to=python code<|message|>{code}<|call|>"
 
 
-def when(event: threading.Event, action: object) -> threading.Thread:
+def when(event: threading.Event, action: Callable[[], object]) -> threading.Thread:
     """Run ``action`` in a thread as soon as ``event`` is set (while the main thread is busy)."""
 
     def wait() -> None:
         event.wait(30)
         time.sleep(0.05)
-        action()  # type: ignore[operator]
+        action()
 
     thread = threading.Thread(target=wait, daemon=True)
     thread.start()
@@ -95,7 +96,6 @@ def test_ctrl_c_while_code_runs_interrupts_the_kernel_and_keeps_its_state(
     )
     running = threading.Event()
     thread = when(running, ctrl_c)
-    began = time.monotonic()
     stream = interpreter.chat("sleep", stream=True, display=False)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -105,14 +105,13 @@ def test_ctrl_c_while_code_runs_interrupts_the_kernel_and_keeps_its_state(
     finally:
         stream.close()
     thread.join()
-    assert time.monotonic() - began < 20
+    # The code would sleep 60 s: its output ends [interrupted] only if the interrupt landed.
     assert "[interrupted]" in interpreter.messages[-1]["content"]
     assert (
         "[interrupted]" in interpreter.store.load(interpreter.conversation_id or "")[-1]["content"]
     )
     chunks = list(interpreter.chat("and now?", stream=True, display=False))
     assert "42" in "".join(c.get("content") or "" for c in chunks if c.get("format") == "output")
-    assert time.monotonic() - began < 30
     assert "started\n\n[interrupted]\n<|end|><|start|>user" in backend.prompts[1]
 
 
@@ -121,7 +120,7 @@ def test_cancel_from_another_thread_ends_the_turn_quietly(
 ) -> None:
     interpreter, _ = make_interpreter(
         [
-            python_call("import time\nprint('started', flush=True)\ntime.sleep(60)"),
+            python_call("import time\nprint('started', flush=True)\ntime.sleep(60)\nprint('woke')"),
             FINAL.format(LONG),
             FINAL.format("Done."),
         ],
@@ -129,13 +128,12 @@ def test_cancel_from_another_thread_ends_the_turn_quietly(
     )
     running = threading.Event()
     thread = when(running, interpreter.cancel)
-    began = time.monotonic()
     for chunk in interpreter.chat("sleep", stream=True, display=False):
         if chunk.get("format") == "output" and "started" in chunk["content"]:
             running.set()
     thread.join()
-    assert time.monotonic() - began < 20
     assert interpreter.messages[-1]["role"] == "computer"  # no sampling after a cancel
+    assert "woke" not in str(interpreter.messages[-1]["content"])  # the run was stopped
 
     writing = threading.Event()
     thread = when(writing, interpreter.cancel)

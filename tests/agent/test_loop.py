@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 
 from lmc.agent.display import PlainRenderer
 from lmc.agent.storage import ConversationStore

@@ -8,7 +8,7 @@ import signal
 from typing import Any
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 from support.mcp_servers import cancel_when_in_flight, toy_http, toy_stdio
 
 from lmc.agent.storage import ConversationStore
@@ -395,12 +395,13 @@ def test_chat_display_fences_a_tool_call_like_code() -> None:
     out = io.StringIO()
     renderer = PlainRenderer(out)
     base = {"role": "assistant", "type": "tool_call", "format": "toy.add"}
-    for chunk in [
+    chunks: list[Chunk] = [
         {**base, "start": True},
         {**base, "content": '{"a": 1, "b": 2}'},
         {**base, "end": True},
         {"role": "computer", "type": "console", "format": "output", "content": "1 + 2 = 3\n"},
-    ]:
+    ]
+    for chunk in chunks:
         renderer.feed(chunk)
     renderer.close()
     assert out.getvalue() == '```toy.add\n{"a": 1, "b": 2}\n```\n1 + 2 = 3\n'

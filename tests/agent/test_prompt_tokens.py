@@ -3,7 +3,7 @@ whole prompt's count, and a step tokenizes only the messages it added."""
 
 from __future__ import annotations
 
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 
 from lmc.backends.base import Backend
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 from support.replay import write_replay
 
 from lmc.agent.storage import ConversationStore

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 
 CODE = "<|channel|>analysis to=python code<|message|>x = 41<|call|>"
 FINAL = "<|channel|>final<|message|>{}<|return|>"

@@ -9,7 +9,7 @@ import wave
 from pathlib import Path
 
 import pytest
-from agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter
 from support.speech import speak
 
 from lmc.agent import Interpreter

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,13 +28,13 @@ def make_backend(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Lla
         completions: Sequence[str] | None = None,
         *,
         cache_dir: Path | None = None,
-        **config: object,
+        **config: Any,
     ) -> LlamaCppBackend:
         settings = {"context_size": 1024, "seed": 7, "threads": 1, **config}
         replay = ReplayScript(completions) if completions is not None else None
         backend = LlamaCppBackend(
             tiny_model,
-            BackendConfig(**settings),  # type: ignore[arg-type]
+            BackendConfig(**settings),
             replay=replay,
             cache_dir=cache_dir or tmp_path / "prefix-states",
         )

@@ -7,6 +7,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -16,7 +17,7 @@ from lmc.backends.llama import LlamaCppBackend
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _tiny_maker() -> object:
+def _tiny_maker() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         "mtm_ctx", ROOT / "scripts" / "make_tiny_model.py"
     )
@@ -52,14 +53,14 @@ def gpt_oss_20b_metadata(path: Path) -> Path:
 def test_the_tiny_models_dimensions_are_read_from_its_metadata(tiny_model: Path) -> None:
     maker = _tiny_maker()
     shape = read_shape(tiny_model)
-    default = maker.Shape()  # type: ignore[attr-defined]
+    default = maker.Shape()
     assert (shape.trained_context, shape.layers, shape.kv_heads, shape.key_length) == (
-        maker.CONTEXT_LENGTH,  # type: ignore[attr-defined]
+        maker.CONTEXT_LENGTH,
         default.layers,
         default.heads_kv,
         default.head_dim,
     )
-    assert shape.sliding_window == maker.SLIDING_WINDOW  # type: ignore[attr-defined]
+    assert shape.sliding_window == maker.SLIDING_WINDOW
 
 
 def test_gpt_oss_20b_gets_its_trained_context_when_the_cache_fits(tmp_path: Path) -> None:

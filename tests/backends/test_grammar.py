@@ -14,9 +14,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from backend_testing import user_prompt
 from hypothesis import given
 from hypothesis import strategies as st
+from support.backend_testing import user_prompt
 
 from lmc.backends._grammar import JsonObjectEnd, _walk, schema_grammar
 from lmc.backends.base import SamplingSettings

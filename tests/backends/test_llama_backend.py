@@ -6,12 +6,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from backend_testing import DEVELOPER, SYSTEM, user_prompt
+from support.backend_testing import DEVELOPER, SYSTEM, MakeBackend, user_prompt
 
 from lmc.backends import BackendConfig, Piece, SamplingSettings, StopReason, open_backend
+from lmc.backends.base import Generation
 from lmc.errors import BackendError, ContextOverflowError
 from lmc.harmony import tokens
 
@@ -27,7 +29,7 @@ def text_of(pieces: list[Piece]) -> str:
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
-def test_replay_emits_exactly_the_script(make_backend, temperature: float) -> None:
+def test_replay_emits_exactly_the_script(make_backend: MakeBackend, temperature: float) -> None:
     backend = make_backend([CALL_COMPLETION, FINAL_COMPLETION])
     settings = SamplingSettings(temperature=temperature)
     first = backend.generate(user_prompt("Run print(1)"), settings)
@@ -47,7 +49,7 @@ def test_replay_emits_exactly_the_script(make_backend, temperature: float) -> No
     assert pieces[-1] == Piece(tokens.RETURN, special=True)
 
 
-def test_special_tokens_are_markers_never_text(make_backend) -> None:
+def test_special_tokens_are_markers_never_text(make_backend: MakeBackend) -> None:
     backend = make_backend([CALL_COMPLETION])
     pieces = list(backend.generate(user_prompt("x")))
     specials = [p.text for p in pieces if p.special]
@@ -58,7 +60,7 @@ def test_special_tokens_are_markers_never_text(make_backend) -> None:
     assert all("<|" not in p.text for p in pieces if not p.special)
 
 
-def test_end_does_not_stop_generation(make_backend) -> None:
+def test_end_does_not_stop_generation(make_backend: MakeBackend) -> None:
     """<|end|> closes the analysis message; sampling goes on to the <|call|>."""
     backend = make_backend([CALL_COMPLETION])
     generation = backend.generate(user_prompt("x"))
@@ -67,7 +69,7 @@ def test_end_does_not_stop_generation(make_backend) -> None:
     assert generation.stop_reason is StopReason.CALL
 
 
-def test_utf8_split_across_tokens_is_held_back(make_backend) -> None:
+def test_utf8_split_across_tokens_is_held_back(make_backend: MakeBackend) -> None:
     # The tiny vocabulary is byte-level: each of these characters is 2-4 byte tokens.
     completion = "<|channel|>final<|message|>é中🎉ok<|return|>"
     backend = make_backend([completion])
@@ -80,7 +82,7 @@ def test_utf8_split_across_tokens_is_held_back(make_backend) -> None:
     assert text_of(pieces) == completion
 
 
-def test_kv_cache_reuse_evaluates_only_the_suffix(make_backend) -> None:
+def test_kv_cache_reuse_evaluates_only_the_suffix(make_backend: MakeBackend) -> None:
     backend = make_backend([CALL_COMPLETION, FINAL_COMPLETION], prefix_cache=False)
     prompt1 = user_prompt("Run print(1)")
     first = backend.generate(prompt1)
@@ -104,7 +106,7 @@ def test_kv_cache_reuse_evaluates_only_the_suffix(make_backend) -> None:
     assert again.prompt_tokens_evaluated == 1
 
 
-def test_a_diverging_prompt_is_evaluated_from_the_divergence(make_backend) -> None:
+def test_a_diverging_prompt_is_evaluated_from_the_divergence(make_backend: MakeBackend) -> None:
     backend = make_backend(prefix_cache=False)
     list(backend.generate(user_prompt("first question"), SamplingSettings(max_tokens=2)))
     other = user_prompt("other question")
@@ -114,7 +116,7 @@ def test_a_diverging_prompt_is_evaluated_from_the_divergence(make_backend) -> No
     assert generation.prompt_tokens_evaluated == generation.prompt_tokens - shared
 
 
-def test_sampled_ids_are_reused_when_history_is_re_rendered(make_backend) -> None:
+def test_sampled_ids_are_reused_when_history_is_re_rendered(make_backend: MakeBackend) -> None:
     """Free sampling (random bytes, not canonical BPE): the next prompt still hits the cache."""
     backend = make_backend(prefix_cache=False)
     prompt = user_prompt("say anything")
@@ -134,7 +136,7 @@ def test_sampled_ids_are_reused_when_history_is_re_rendered(make_backend) -> Non
 
 
 def test_prefix_state_is_written_then_reused_by_a_new_process_backend(
-    make_backend, tmp_path: Path
+    make_backend: MakeBackend, tmp_path: Path
 ) -> None:
     cache = tmp_path / "states"
     prompt = user_prompt("hello")
@@ -157,7 +159,7 @@ def test_prefix_state_is_written_then_reused_by_a_new_process_backend(
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "garbage"])
 def test_a_corrupt_prefix_state_file_is_ignored_and_rebuilt(
-    make_backend, tmp_path: Path, damage: str
+    make_backend: MakeBackend, tmp_path: Path, damage: str
 ) -> None:
     cache = tmp_path / "states"
     prompt = user_prompt("hello")
@@ -182,7 +184,9 @@ def test_a_corrupt_prefix_state_file_is_ignored_and_rebuilt(
     assert third.prefix_cache_hits == 1
 
 
-def test_cancel_stops_within_a_token_and_the_backend_stays_usable(make_backend) -> None:
+def test_cancel_stops_within_a_token_and_the_backend_stays_usable(
+    make_backend: MakeBackend,
+) -> None:
     long = "<|channel|>final<|message|>" + "abcdefghij" * 20 + "<|return|>"
     backend = make_backend([long, FINAL_COMPLETION])
     cancel = threading.Event()
@@ -200,7 +204,7 @@ def test_cancel_stops_within_a_token_and_the_backend_stays_usable(make_backend) 
     assert following.stop_reason is StopReason.RETURN
 
 
-def test_cancel_from_another_thread(make_backend) -> None:
+def test_cancel_from_another_thread(make_backend: MakeBackend) -> None:
     long = "<|channel|>final<|message|>" + "z" * 900 + "<|return|>"
     backend = make_backend([long, FINAL_COMPLETION], context_size=2048)
     cancel = threading.Event()
@@ -216,7 +220,7 @@ def test_cancel_from_another_thread(make_backend) -> None:
     assert text_of(list(usable)) == FINAL_COMPLETION
 
 
-def test_context_overflow_is_an_error_naming_both_sizes(make_backend) -> None:
+def test_context_overflow_is_an_error_naming_both_sizes(make_backend: MakeBackend) -> None:
     backend = make_backend(context_size=256)
     prompt = user_prompt("word " * 400)
     with pytest.raises(ContextOverflowError) as info:
@@ -229,20 +233,19 @@ def test_context_overflow_is_an_error_naming_both_sizes(make_backend) -> None:
     assert ok.stop_reason is StopReason.MAX_TOKENS
 
 
-def test_generation_stops_when_the_context_is_full(make_backend) -> None:
-    backend = make_backend(context_size=256)
+def test_generation_stops_when_the_context_is_full(make_backend: MakeBackend) -> None:
+    """The model is made to write an answer longer than the context has room for."""
+    endless = "<|channel|>final<|message|>" + "abcdefghij " * 300 + "<|return|>"
+    backend = make_backend([endless], context_size=256)
     prompt = user_prompt("x" * 150)
     generation = backend.generate(prompt, SamplingSettings(max_tokens=10_000))
-    count = sum(1 for _ in generation)
-    assert generation.stop_reason in (
-        StopReason.CONTEXT_FULL, StopReason.RETURN, StopReason.CALL
-    )  # fmt: skip
-    if generation.stop_reason is StopReason.CONTEXT_FULL:
-        assert generation.prompt_tokens + generation.completion_tokens == 257
-    assert count > 0
+    written = text_of(list(generation))
+    assert generation.stop_reason is StopReason.CONTEXT_FULL
+    assert generation.prompt_tokens + generation.completion_tokens == 257
+    assert written and endless.startswith(written) and written != endless
 
 
-def test_max_tokens(make_backend) -> None:
+def test_max_tokens(make_backend: MakeBackend) -> None:
     backend = make_backend([FINAL_COMPLETION])
     generation = backend.generate(user_prompt("x"), SamplingSettings(max_tokens=3))
     pieces = list(generation)
@@ -251,14 +254,14 @@ def test_max_tokens(make_backend) -> None:
     assert text_of(pieces) == "<|channel|>fin"  # f, in (a merge)
 
 
-def test_running_out_of_replay_is_a_clear_error(make_backend) -> None:
+def test_running_out_of_replay_is_a_clear_error(make_backend: MakeBackend) -> None:
     backend = make_backend([FINAL_COMPLETION])
     list(backend.generate(user_prompt("x")))
     with pytest.raises(BackendError, match="no completion left"):
         backend.generate(user_prompt("y"))
 
 
-def test_count_tokens_parses_markers(make_backend) -> None:
+def test_count_tokens_parses_markers(make_backend: MakeBackend) -> None:
     backend = make_backend()
     assert backend.count_tokens("<|start|>") == 1
     assert backend.count_tokens("<|start|>user<|message|>") == 5  # u s er
@@ -286,17 +289,21 @@ def test_importing_lmc_backends_does_not_import_llama_cpp() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_ctrl_c_inside_a_sampler_stage_reaches_the_caller(make_backend, monkeypatch) -> None:
+def test_ctrl_c_inside_a_sampler_stage_reaches_the_caller(
+    make_backend: MakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A KeyboardInterrupt raised while llama.cpp runs a Python sampler stage (a ctypes
     callback, which cannot pass exceptions through C) is raised once sampling returns."""
     from lmc.backends import llama
 
     real_forcing = llama._forcing
 
-    def forcing_that_is_interrupted(forced, generation):
+    def forcing_that_is_interrupted(
+        forced: list[int], generation: Generation
+    ) -> Callable[[object], None]:
         apply = real_forcing(forced, generation)
 
-        def stage(cur_p) -> None:
+        def stage(cur_p: object) -> None:
             if generation.completion_tokens == 10:
                 raise KeyboardInterrupt  # where a Ctrl-C lands when it hits the callback
             apply(cur_p)

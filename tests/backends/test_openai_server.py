@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -67,14 +67,14 @@ def test_llama_server_streams_and_max_tokens(llama_server: str) -> None:
 
 def test_llama_server_hidden_stop_is_return_without_recipient(llama_server: str) -> None:
     with OpenAIServerBackend(BackendConfig(api_base=llama_server)) as backend:
-        generation, pieces = first_stopping(backend, FINAL_PROMPT)  # type: ignore[arg-type]
+        generation, pieces = first_stopping(backend, FINAL_PROMPT)
         assert generation.stop_reason is StopReason.RETURN
         assert pieces[-1] == Piece(tokens.RETURN, special=True)
 
 
 def test_llama_server_hidden_stop_is_call_with_recipient(llama_server: str) -> None:
     with OpenAIServerBackend(BackendConfig(api_base=llama_server)) as backend:
-        generation, pieces = first_stopping(backend, CALL_PROMPT)  # type: ignore[arg-type]
+        generation, pieces = first_stopping(backend, CALL_PROMPT)
         assert generation.stop_reason is StopReason.CALL
         assert pieces[-1] == Piece(tokens.CALL, special=True)
 
@@ -102,10 +102,12 @@ def test_llama_server_failing_mid_request_is_clear(llama_server: str) -> None:
 
 
 class Scripted(BaseHTTPRequestHandler):
-    """Answers every POST with ``plan``: (status, [(delay_s, bytes)...])."""
+    """Answers every POST with ``plan``: (status, [(delay_s, bytes)...]); a delay of ``None``
+    waits until the test sets ``released`` (at most 30 s)."""
 
-    plan: ClassVar[tuple[int, list[tuple[float, bytes]]]] = (200, [])
+    plan: ClassVar[tuple[int, Sequence[tuple[float | None, bytes]]]] = (200, [])
     requests: ClassVar[list[dict[str, Any]]] = []
+    released: ClassVar[threading.Event] = threading.Event()
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
@@ -117,7 +119,10 @@ class Scripted(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             for delay, data in chunks:
-                time.sleep(delay)
+                if delay is None:
+                    self.released.wait(30)
+                else:
+                    time.sleep(delay)
                 self.wfile.write(data)
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -134,6 +139,7 @@ def scripted() -> Iterator[str]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     Scripted.requests = []
+    Scripted.released = threading.Event()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     finally:
@@ -250,12 +256,12 @@ def test_error_event_mid_stream(scripted: str) -> None:
 def test_timeout(scripted: str) -> None:
     Scripted.plan = (
         200,
-        [(0.0, sse("a", finish=None, done=False)[0][1]), (3.0, b"data: [DONE]\n\n")],
+        [(0.0, sse("a", finish=None, done=False)[0][1]), (None, b"data: [DONE]\n\n")],
     )
-    started = time.monotonic()
+    # The stream ends only when the test says so: the error comes while it is still open.
     with pytest.raises(ServerError, match=r"did not answer within 0.5 s"):
         run(scripted, timeout=0.5)
-    assert time.monotonic() - started < 2.5
+    Scripted.released.set()
 
 
 def test_connection_refused() -> None:

@@ -212,6 +212,7 @@ class _ExaHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.seen.append({"path": self.path, "key": self.headers.get("x-api-key"), "body": body})
+        answer: dict[str, object]
         if self.headers.get("x-api-key") != "k-123":
             answer, status = {"error": "Invalid API key"}, 401
         elif self.path == "/search":

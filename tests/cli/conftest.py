@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.replay import write_replay
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # cli_replays
 
 
 @pytest.fixture

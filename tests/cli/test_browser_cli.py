@@ -8,16 +8,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_replays import final
+from support.cli_replays import final
 from support.search_site import SearchSite, search_site
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lmc.cli.app import app
 
 Replay = Callable[..., Path]
 
 
-def _run(env: dict[str, str], *args: str):  # type: ignore[no-untyped-def]
+def _run(env: dict[str, str], *args: str) -> Result:
     return CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lmc.backends import llama
 from lmc.cli.app import app
 
 
-def _run(env: dict[str, str], *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+def _run(env: dict[str, str], *args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(app, list(args), env=env, input=input, catch_exceptions=False)
 
 

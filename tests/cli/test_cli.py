@@ -14,8 +14,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from cli_replays import code, final
-from typer.testing import CliRunner
+from support.cli_replays import code, final
+from typer.testing import CliRunner, Result
 
 from lmc.cli.app import app
 
@@ -26,7 +26,7 @@ SEED_FINAL = final("The result of the division 34/24 is approximately 1.42.")
 Replay = Callable[..., Path]
 
 
-def _run(env: dict[str, str], *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+def _run(env: dict[str, str], *args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(app, list(args), env=env, input=input, catch_exceptions=False)
 
 

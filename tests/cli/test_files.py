@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_replays import code, final
+from support.cli_replays import code, final
 from support.replay import write_replay
 
 from lmc.agent.storage import ConversationStore

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from support.kernel_gateway import KernelGateway, free_port, start_kernel_gateway
-from test_serve import Serving
+from support.serving import Serving, stderr_of
 from typer.testing import CliRunner
 from websockets.sync.client import connect
 
@@ -218,7 +218,7 @@ def test_serve_with_an_unreachable_gateway_is_one_line_before_it_listens(
         assert server.process.wait(timeout=WAIT) == 1
     finally:
         server.stop()
-    errors = server.process.stderr.read()  # type: ignore[union-attr]
+    errors = stderr_of(server.process)
     [line] = errors.splitlines()
     assert line.startswith(f"lmc: error: cannot reach the kernel gateway at {nowhere}")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_replays import final
+from support.cli_replays import final
 from support.mcp_servers import toy_stdio
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lmc.cli.app import app
 from lmc.config import load_settings
@@ -22,7 +22,7 @@ Replay = Callable[..., Path]
 ARGS = '{"a": 2, "b": 3}'
 
 
-def _run(env: dict[str, str], *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+def _run(env: dict[str, str], *args: str, input: str | None = None) -> Result:
     return CliRunner().invoke(app, list(args), env=env, input=input, catch_exceptions=False)
 
 

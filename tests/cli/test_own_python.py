@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_replays import code, final
+from support.cli_replays import code, final
 
 ROOT = Path(__file__).resolve().parents[2]
 

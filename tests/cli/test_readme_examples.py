@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from support.replay import write_replay
 from support.tmux import Pane
 

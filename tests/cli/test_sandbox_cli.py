@@ -14,12 +14,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from support.processes import descendants, wait_gone
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "computer" / "sandbox"))
-from sandbox_testing import (  # noqa: E402
+from support.sandbox_testing import (
     LANGUAGES,
     daemon_code,
     kill_all,
@@ -27,6 +24,8 @@ from sandbox_testing import (  # noqa: E402
     unique_tag,
     wait_until,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 Replay = Callable[..., Path]
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from typer.testing import CliRunner
 
 from lmc.cli.app import app

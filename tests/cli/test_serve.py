@@ -4,67 +4,19 @@ websocket client, Ctrl-C to stop it."""
 from __future__ import annotations
 
 import json
-import os
-import queue
-import re
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
+from support.serving import Serving, stderr_of
 from websockets.sync.client import connect
 
-ROOT = Path(__file__).resolve().parents[2]
 WAIT = 120.0
 
 Replay = Callable[..., Path]
-
-
-class Serving:
-    """``lmc serve`` in a process of its own; its stdout lines arrive on a queue."""
-
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "lmc", "serve", *args],
-            cwd=ROOT,
-            env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def printed_url(self) -> str:
-        """The chat page's URL with the token, as printed at start."""
-        while True:
-            line = self.lines.get(timeout=WAIT)
-            assert line is not None, self.process.stderr.read()  # type: ignore[union-attr]
-            found = re.search(r"(http://\S+\?token=\S+)", line)
-            if found:
-                return found.group(1)
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-        try:
-            return self.process.wait(timeout=WAIT)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-                self.process.wait()
 
 
 @pytest.fixture
@@ -95,7 +47,7 @@ def test_serve_prints_its_url_and_token_answers_and_stops_on_ctrl_c(
         ws.send(json.dumps({"auth": token}))
         assert json.loads(ws.recv(timeout=WAIT)) == {"auth": True}
         ws.send(json.dumps({"role": "user", "type": "message", "content": "What's 34/24?"}))
-        chunks = []
+        chunks: list[dict[str, Any]] = []
         while not chunks or chunks[-1].get("content") != "complete":
             chunks.append(json.loads(ws.recv(timeout=WAIT)))
     output = "".join(c["content"] for c in chunks if c.get("format") == "output")
@@ -108,7 +60,7 @@ def test_serve_refuses_a_public_address_without_a_token(
 ) -> None:
     server = serving("--host", "0.0.0.0", "--port", "0", "-m", str(tiny_model))
     assert server.process.wait(timeout=WAIT) == 2
-    err = server.process.stderr.read()  # type: ignore[union-attr]
+    err = stderr_of(server.process)
     assert "refusing to listen on 0.0.0.0 without a token" in err
     assert "LMC_SERVER_TOKEN" in err
 
@@ -136,7 +88,7 @@ def test_serve_says_so_when_the_port_is_taken(
     port = first.printed_url().split(":")[2].split("/")[0]
     second = serving("--port", port, "-m", str(tiny_model))
     assert second.process.wait(timeout=WAIT) == 1
-    err = second.process.stderr.read()  # type: ignore[union-attr]
+    err = stderr_of(second.process)
     assert f"cannot listen on 127.0.0.1:{port}" in err
     assert "Traceback" not in err
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from support.replay import write_replay
 
 ROOT = Path(__file__).resolve().parents[2]

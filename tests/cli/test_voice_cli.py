@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_replays import code, final
+from support.cli_replays import code, final
 from support.speech import speak
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from lmc.cli.app import app
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 Replay = Callable[..., Path]
 
 
-def _run(env: dict[str, str], *args: str, input: bytes | str | None = None):  # type: ignore[no-untyped-def]
+def _run(env: dict[str, str], *args: str, input: bytes | str | None = None) -> Result:
     return CliRunner().invoke(app, list(args), env=env, input=input, catch_exceptions=False)
 
 

@@ -9,53 +9,63 @@ import stat
 import sys
 import threading
 import time
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
-from computer_testing import collect, output_of
+from support.computer_testing import collect, output_of
 
 from lmc.computer import Computer
+from lmc.computer.kernel import KernelSession
+from lmc.messages import Chunk
 
 
-def _python_session(computer: Computer):
+def _local_session(computer: Computer) -> KernelSession:
+    """The python kernel, one on this machine (a gateway's would be another kind)."""
+    session = computer._sessions["python"]
+    assert isinstance(session, KernelSession)
+    return session
+
+
+def _python_session(computer: Computer) -> KernelSession:
     collect(computer, "python", "pass")  # make sure it is up
-    return computer._sessions["python"]
+    return _local_session(computer)
 
 
-def test_interrupt_stops_code_within_a_second_and_state_survives(computer):
+def test_interrupt_stops_running_code_and_state_survives(computer: Computer) -> None:
     collect(computer, "python", "survivor = 'still here'")
-    timer = threading.Timer(0.5, computer.interrupt)
-    timer.start()
-    started = time.monotonic()
-    out = output_of(collect(computer, "python", "while True:\n    pass"))
-    elapsed = time.monotonic() - started
-    assert elapsed < 1.5
-    assert "KeyboardInterrupt" in out
+    chunks, interrupted = [], False
+    for chunk in computer.run("python", "while True:\n    pass"):  # ends only if interrupted
+        chunks.append(chunk)
+        running = chunk.get("format") == "active_line" and chunk.get("content") is not None
+        if running and not interrupted:  # the loop has begun: interrupt it once
+            computer.interrupt()
+            interrupted = True
+    assert "KeyboardInterrupt" in output_of(chunks)
     assert output_of(collect(computer, "python", "print(survivor)")) == "still here\n"
 
 
-def test_timeout_interrupts_and_says_so(computer):
-    started = time.monotonic()
+def test_timeout_interrupts_and_says_so(computer: Computer) -> None:
     out = output_of(collect(computer, "python", "import time\ntime.sleep(30)", timeout=0.5))
-    assert time.monotonic() - started < 2
     assert "Timed out after 0.5 s" in out
     assert "KeyboardInterrupt" in out
     assert output_of(collect(computer, "python", "print('after')")) == "after\n"
 
 
-def test_no_timeout_by_default():
+def test_no_timeout_by_default() -> None:
     assert Computer().timeout is None
 
 
-def test_consumer_abandoning_a_run_interrupts_it(computer):
-    run = computer.run("python", "import time\nprint('start', flush=True)\ntime.sleep(30)")
+def test_consumer_abandoning_a_run_interrupts_it(computer: Computer) -> None:
+    code = "import time\nprint('start', flush=True)\ntime.sleep(30)\nslept = True"
+    run = computer.run("python", code)
+    assert isinstance(run, Generator)  # what a consumer that stops early closes
     for chunk in run:
         if chunk.get("content") == "start\n":
             break
     run.close()
-    started = time.monotonic()
-    assert output_of(collect(computer, "python", "print('next')")) == "next\n"
-    assert time.monotonic() - started < 2
+    # The kernel runs one request at a time: had the sleep gone on, this would see `slept`.
+    assert output_of(collect(computer, "python", "print('slept' in globals())")) == "False\n"
 
 
 @pytest.mark.parametrize(
@@ -68,23 +78,22 @@ def test_consumer_abandoning_a_run_interrupts_it(computer):
     ],
     ids=["os._exit", "segfault", "oom-kill"],
 )
-def test_dying_kernel_is_reported_and_replaced(code, why):
+def test_dying_kernel_is_reported_and_replaced(code: str, why: str) -> None:
     with Computer() as computer:
         collect(computer, "python", "doomed = 1")
-        started = time.monotonic()
         out = output_of(
             collect(computer, "python", f"import time\nprint('before')\ntime.sleep(0.3)\n{code}")
         )
-        assert time.monotonic() - started < 1.5
         assert out.startswith("before\n")
         assert "kernel died" in out and why in out
         after = output_of(collect(computer, "python", "print('doomed' in globals())"))
         assert after == "False\n"
 
 
-def test_kernel_that_died_while_idle_is_replaced_before_the_next_run():
+def test_kernel_that_died_while_idle_is_replaced_before_the_next_run() -> None:
     with Computer() as computer:
         session = _python_session(computer)
+        assert session.pid is not None
         os.kill(session.pid, 9)
         deadline = time.monotonic() + 5
         while session.alive and time.monotonic() < deadline:
@@ -94,7 +103,7 @@ def test_kernel_that_died_while_idle_is_replaced_before_the_next_run():
         assert out.endswith("fresh\n")
 
 
-def test_interrupt_ignored_restarts_the_kernel(monkeypatch):
+def test_interrupt_ignored_restarts_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     from lmc.computer import kernel
 
     monkeypatch.setattr(kernel, "INTERRUPT_GRACE", 1.0)
@@ -104,15 +113,14 @@ def test_interrupt_ignored_restarts_the_kernel(monkeypatch):
     )
     with Computer() as computer:
         chunks = []
-        interrupted_at = 0.0
+        interrupted = False
         for chunk in computer.run("python", code):  # interrupt once the code is surely running
             chunks.append(chunk)
-            if "stubborn" in str(chunk.get("content")) and not interrupted_at:
-                interrupted_at = time.monotonic()
+            if "stubborn" in str(chunk.get("content")) and not interrupted:
+                interrupted = True
                 computer.interrupt()
-        waited = time.monotonic() - interrupted_at
-        assert interrupted_at and waited < 30, "it waited for the code instead of restarting"
-        assert "did not stop" in output_of(chunks)
+        assert interrupted, "the code never started"
+        assert "did not stop" in output_of(chunks)  # said only when the kernel is restarted
         assert output_of(collect(computer, "python", "print('back')")) == "back\n"
 
 
@@ -124,7 +132,7 @@ def _rss_mb() -> float:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
-def test_huge_output_streams_without_memory_growth(computer):
+def test_huge_output_streams_without_memory_growth(computer: Computer) -> None:
     # 300 MB through the stream; the consumer keeps only a bounded copy.
     from lmc.computer import BoundedOutput
 
@@ -146,10 +154,11 @@ def test_huge_output_streams_without_memory_growth(computer):
 
 
 @pytest.mark.parametrize("sandbox", ["workspace", "off"])
-def test_connection_files_are_private_and_kernels_use_ipc_sockets(sandbox):
+def test_connection_files_are_private_and_kernels_use_ipc_sockets(sandbox: str) -> None:
     with Computer(sandbox=sandbox) as computer:
         session = _python_session(computer)
         path = session.connection_file
+        assert path is not None and session.pid is not None
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert path.parent.stat().st_mode & 0o777 == 0o700
         info = json.loads(path.read_text())
@@ -184,23 +193,40 @@ def _listening_addresses(pid: int) -> set[str]:
     return addresses
 
 
-def test_prestart_hides_the_start_up():
+def _hold_the_handshake(
+    monkeypatch: pytest.MonkeyPatch, until: Callable[[KernelSession], bool]
+) -> None:
+    """Kernels start as usual but wait before their handshake until ``until(session)`` (at
+    most 30 s): a test acts while a kernel is surely still starting."""
+    handshake = KernelSession._handshake
+
+    def held(session: KernelSession) -> None:
+        deadline = time.monotonic() + 30
+        while not until(session) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        handshake(session)
+
+    monkeypatch.setattr(KernelSession, "_handshake", held)
+
+
+def test_prestart_hides_the_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    go = threading.Event()
+    _hold_the_handshake(monkeypatch, lambda _session: go.is_set())
     with Computer() as computer:
-        called = time.monotonic()
-        computer.prestart(["python"])
-        assert time.monotonic() - called < 0.2  # returns at once; the start goes on behind
-        session = computer._sessions["python"]
-        deadline = time.monotonic() + 60
-        while not session._ready.wait(0.05) and time.monotonic() < deadline:
-            pass
-        started = time.monotonic()
+        computer.prestart(["python"])  # returns at once; the start goes on behind
+        session = _local_session(computer)
+        assert not session.ready  # had prestart waited for the kernel, it would be
+        go.set()
+        session.wait_ready()
+        pid = session.pid
         assert output_of(collect(computer, "python", "print(1)")) == "1\n"
-        assert time.monotonic() - started < 0.5
+        assert computer._sessions["python"] is session and session.pid == pid  # that kernel
 
 
-def test_close_stops_the_kernel_and_removes_its_files():
+def test_close_stops_the_kernel_and_removes_its_files() -> None:
     computer = Computer()
     session = _python_session(computer)
+    assert session.connection_file is not None
     pid, runtime = session.pid, session.connection_file.parent
     computer.close()
     assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
@@ -209,14 +235,14 @@ def test_close_stops_the_kernel_and_removes_its_files():
     assert "closed" in out
 
 
-def test_restart_loses_state(computer):
+def test_restart_loses_state(computer: Computer) -> None:
     collect(computer, "python", "before_restart = 1")
     computer.restart("python")
     out = output_of(collect(computer, "python", "print('before_restart' in globals())"))
     assert out == "False\n"
 
 
-def test_kernel_that_cannot_start_is_reported_with_its_own_words(tmp_path):
+def test_kernel_that_cannot_start_is_reported_with_its_own_words(tmp_path: Path) -> None:
     from lmc.computer.kernel import KernelSession
     from lmc.computer.kernelspecs import KernelSpec
     from lmc.errors import ComputerError
@@ -228,22 +254,20 @@ def test_kernel_that_cannot_start_is_reported_with_its_own_words(tmp_path):
         resource_dir=tmp_path,
     )
     session = KernelSession(spec, runtime_dir=tmp_path)
-    started = time.monotonic()
     with pytest.raises(ComputerError) as caught:
         session.wait_ready()
-    assert time.monotonic() - started < 5
     message = str(caught.value)
     assert "failed to start" in message and "exited with status 1" in message
     assert "there is no IRkernel here" in message
     session.shutdown()
 
 
-def test_close_during_a_run_ends_the_run():
+def test_close_during_a_run_ends_the_run() -> None:
     computer = Computer()
     collect(computer, "python", "pass")
-    chunks = []
+    chunks: list[Chunk] = []
 
-    def consume():
+    def consume() -> None:
         chunks.extend(
             computer.run("python", "import time\nprint('going', flush=True)\ntime.sleep(30)")
         )
@@ -259,30 +283,32 @@ def test_close_during_a_run_ends_the_run():
     assert "the computer was closed" in output_of(chunks)
 
 
-def test_close_while_a_kernel_is_still_starting():
+def test_close_while_a_kernel_is_still_starting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start is stopped where it is (its process killed), not finished and then shut
+    down: the held handshake goes on only once the kernel process is dead."""
+    _hold_the_handshake(monkeypatch, lambda session: not session.alive)
     computer = Computer()
     computer.prestart(["python"])
-    started = time.monotonic()
+    session = _local_session(computer)
     computer.close()
-    assert time.monotonic() - started < 2
+    assert not session.alive and session.ready_at is None  # it never answered
+    assert not session.ready
 
 
-def test_interrupt_from_a_signal_handler_like_ctrl_c(computer):
+def test_interrupt_from_a_signal_handler_like_ctrl_c(computer: Computer) -> None:
     import signal
 
     previous = signal.signal(signal.SIGALRM, lambda *_: computer.interrupt())
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.5)
-        started = time.monotonic()
-        out = output_of(collect(computer, "python", "while True:\n    pass"))
+        out = output_of(collect(computer, "python", "while True:\n    pass"))  # ends if interrupted
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert time.monotonic() - started < 1.5
     assert "KeyboardInterrupt" in out
 
 
-def test_interrupting_a_busy_shell_function_lands_every_time(computer):
+def test_interrupting_a_busy_shell_function_lands_every_time(computer: Computer) -> None:
     """The interrupt that used to be lost about one time in seven (a SIGINT landing while
     bash ran its DEBUG trap), 20 times in a row, the shell's state kept throughout."""
     collect(computer, "shell", "kept=still-here")
@@ -318,7 +344,9 @@ def _alive(pid: int) -> bool:
         ),
     ],
 )
-def test_closing_a_busy_wrapper_kernel_ends_its_children(language, spawn, busy):
+def test_closing_a_busy_wrapper_kernel_ends_its_children(
+    language: str, spawn: str, busy: str
+) -> None:
     """The wrapped bash or node runs in a session of its own: only the kernel's shutdown
     (``do_shutdown`` closing it) ends the children it started. Without a sandbox: inside
     one, the PIDs the code prints are the sandbox's own, and its PID namespace ends every
@@ -354,7 +382,7 @@ def test_closing_a_busy_wrapper_kernel_ends_its_children(language, spawn, busy):
         ("javascript", "for (let i = 0; i < 20000; i++) console.log(i)"),
     ],
 )
-def test_a_reader_that_pauses_loses_no_output(computer, language, code):
+def test_a_reader_that_pauses_loses_no_output(computer: Computer, language: str, code: str) -> None:
     """A kernel printing while lmc is not reading waits for it: every message arrives, the
     run's idle status included (a dropped one left the run waiting forever)."""
     collect(computer, language, "1" if language != "shell" else "true")
@@ -370,7 +398,9 @@ def test_a_reader_that_pauses_loses_no_output(computer, language, code):
 
 
 @pytest.mark.parametrize("sandbox", ["workspace", "off"])
-def test_a_deep_temporary_directory_still_starts_kernels(tmp_path, monkeypatch, sandbox):
+def test_a_deep_temporary_directory_still_starts_kernels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: str
+) -> None:
     """Unix socket paths hold about 100 bytes; a deep TMPDIR must not stop the kernels."""
     import tempfile
 

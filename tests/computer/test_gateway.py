@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from computer_testing import active_lines, collect, output_of
+from support.computer_testing import active_lines, collect, output_of
 from support.kernel_gateway import (
     KernelGateway,
     enterprise_gateway_python,

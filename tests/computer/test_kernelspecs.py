@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,13 +12,13 @@ from lmc.computer.kernelspecs import kernel_spec, kernels_dir
 from lmc.errors import ComputerError
 
 
-def test_kernels_dir_is_the_checkout_kernels_folder():
+def test_kernels_dir_is_the_checkout_kernels_folder() -> None:
     directory = kernels_dir()
     assert directory.name in ("kernels", "_kernels")
     assert (directory / "python" / "kernel.json").is_file()
 
 
-def test_python_spec_runs_on_this_interpreter():
+def test_python_spec_runs_on_this_interpreter() -> None:
     spec = kernel_spec("python")
     assert spec.argv[0] == sys.executable
     command = spec.command("/tmp/conn.json")
@@ -26,7 +27,7 @@ def test_python_spec_runs_on_this_interpreter():
     assert spec.language == "python"
 
 
-def test_user_jupyter_specs_are_not_used(tmp_path, monkeypatch):
+def test_user_jupyter_specs_are_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = tmp_path / "kernels" / "python"
     fake.mkdir(parents=True)
     (fake / "kernel.json").write_text(

@@ -6,9 +6,11 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from computer_testing import collect, output_of
+from support.computer_testing import collect, output_of
 
 from lmc.computer import Computer
 from lmc.computer.applescript import applescript_command
@@ -16,12 +18,12 @@ from lmc.computer.languages import resolve_language
 
 
 @pytest.fixture()
-def bare() -> Computer:
+def bare() -> Iterator[Computer]:
     with Computer() as computer:
         yield computer
 
 
-def test_languages_lists_every_language(bare):
+def test_languages_lists_every_language(bare: Computer) -> None:
     assert bare.languages == ("python", "shell", "javascript", "r", "html", "applescript")
 
 
@@ -38,11 +40,13 @@ def test_languages_lists_every_language(bare):
         ("osascript", "applescript"),
     ],
 )
-def test_aliases(alias, name):
-    assert resolve_language(alias).name == name
+def test_aliases(alias: str, name: str) -> None:
+    language = resolve_language(alias)
+    assert language is not None
+    assert language.name == name
 
 
-def test_unknown_language_is_a_clear_output_line(bare):
+def test_unknown_language_is_a_clear_output_line(bare: Computer) -> None:
     out = output_of(collect(bare, "cobol", "DISPLAY 'HI'."))
     assert out == (
         "lmc cannot run 'cobol' code; it runs python, shell, javascript, r, html, applescript.\n"
@@ -50,17 +54,19 @@ def test_unknown_language_is_a_clear_output_line(bare):
     assert bare._sessions == {}
 
 
-def test_empty_code_is_a_clear_output_line(bare):
+def test_empty_code_is_a_clear_output_line(bare: Computer) -> None:
     assert output_of(collect(bare, "python", "  \n")) == "There was no python code to run.\n"
     assert bare._sessions == {}
 
 
-def test_start_ignores_unknown_languages(bare):
+def test_start_ignores_unknown_languages(bare: Computer) -> None:
     bare.prestart(["cobol", "html"])
     assert bare._sessions == {}
 
 
-def test_html_is_handed_over_as_a_chunk_and_leaves_no_file(bare, tmp_path, monkeypatch):
+def test_html_is_handed_over_as_a_chunk_and_leaves_no_file(
+    bare: Computer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where a temporary file would go
     document = "<h1>Hi</h1><script>alert(1)</script>"
     chunks = collect(bare, "html", document)
@@ -69,7 +75,9 @@ def test_html_is_handed_over_as_a_chunk_and_leaves_no_file(bare, tmp_path, monke
     assert list(tmp_path.iterdir()) == []
 
 
-def test_applescript_without_osascript_is_a_clear_error(bare, monkeypatch, tmp_path):
+def test_applescript_without_osascript_is_a_clear_error(
+    bare: Computer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     out = output_of(collect(bare, "applescript", 'display dialog "hi"'))
     assert (
@@ -78,7 +86,9 @@ def test_applescript_without_osascript_is_a_clear_error(bare, monkeypatch, tmp_p
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="replaces osascript with a stand-in")
-def test_applescript_code_reaches_osascript_verbatim(bare, monkeypatch, tmp_path):
+def test_applescript_code_reaches_osascript_verbatim(
+    bare: Computer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # A stand-in osascript that prints the script it was given: proves no shell touched it.
     fake = tmp_path / "osascript"
     fake.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.argv[1:])\n")
@@ -90,14 +100,18 @@ def test_applescript_code_reaches_osascript_verbatim(bare, monkeypatch, tmp_path
     assert out == repr(["-e", code]) + "\n"
 
 
-def test_missing_interpreter_says_how_to_install(bare, monkeypatch, tmp_path):
+def test_missing_interpreter_says_how_to_install(
+    bare: Computer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     out = output_of(collect(bare, "r", "print(1)"))
     assert "needs `R`, which is not installed" in out
     assert "r-cran-irkernel" in out
 
 
-def test_a_missing_kernel_spec_is_an_output_line_not_an_exception(bare, monkeypatch, tmp_path):
+def test_a_missing_kernel_spec_is_an_output_line_not_an_exception(
+    bare: Computer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from lmc.computer import kernelspecs
 
     (tmp_path / "python").mkdir()

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import base64
-import time
 
-from computer_testing import active_lines, collect, output_of
+import pytest
+from support.computer_testing import active_lines, collect, output_of
+
+from lmc.computer import Computer
 
 
-def test_print_hello(computer):
+def test_print_hello(computer: Computer) -> None:
     chunks = collect(computer, "python", "print('hello')")
     assert output_of(chunks) == "hello\n"
     assert active_lines(chunks) == [1]
 
 
-def test_each_line_is_active_in_order_with_its_output(computer):
+def test_each_line_is_active_in_order_with_its_output(computer: Computer) -> None:
     chunks = collect(computer, "python", "print(1)\nprint(2)")
     assert output_of(chunks) == "1\n2\n"
     assert active_lines(chunks) == [1, 2]
@@ -25,62 +27,66 @@ def test_each_line_is_active_in_order_with_its_output(computer):
     assert events == [("line", "1"), ("out", "1\n"), ("line", "2"), ("out", "2\n")]
 
 
-def test_last_expression_value(computer):
+def test_last_expression_value(computer: Computer) -> None:
     assert output_of(collect(computer, "python", "2+3")) == "5\n"
 
 
-def test_zero_division_traceback(computer):
+def test_zero_division_traceback(computer: Computer) -> None:
     out = output_of(collect(computer, "python", "x = 1\n1/0"))
     assert out.rstrip().endswith("ZeroDivisionError: division by zero")
     assert "line 2" in out
     assert "\x1b" not in out
 
 
-def test_traceback_has_the_users_line_numbers(computer):
+def test_traceback_has_the_users_line_numbers(computer: Computer) -> None:
     code = "def f():\n    '''doc'''\n    return 1/0\n\nf()\n"
     out = output_of(collect(computer, "python", code))
     assert "line 5" in out and "line 3" in out
     assert "return 1/0" in out
 
 
-def test_syntax_error(computer):
+def test_syntax_error(computer: Computer) -> None:
     out = output_of(collect(computer, "python", "def (:\n  pass"))
     assert "SyntaxError" in out
     assert "\x1b" not in out
 
 
-def test_state_persists(computer):
+def test_state_persists(computer: Computer) -> None:
     collect(computer, "python", "persisted = 41")
     assert output_of(collect(computer, "python", "print(persisted + 1)")) == "42\n"
 
 
-def test_stderr_appears(computer):
+def test_stderr_appears(computer: Computer) -> None:
     out = output_of(collect(computer, "python", "import sys\nprint('oops', file=sys.stderr)"))
     assert out == "oops\n"
 
 
-def test_output_streams_as_it_happens(computer):
-    arrivals = []
-    for chunk in computer.run("python", "import time\nprint('a')\ntime.sleep(1)\nprint('b')"):
+def test_output_streams_as_it_happens(computer: Computer) -> None:
+    """``a`` reaches the reader while the code still sleeps: the reader interrupts then, so
+    ``b`` is never printed (output held back to the end would come with ``b``)."""
+    texts = []
+    for chunk in computer.run("python", "import time\nprint('a')\ntime.sleep(30)\nprint('b')"):
         if chunk.get("format") == "output":
-            arrivals.append((chunk["content"], time.monotonic()))
-    assert [text for text, _ in arrivals] == ["a\n", "b\n"]
-    assert 0.8 < arrivals[1][1] - arrivals[0][1] < 1.6
+            texts.append(chunk["content"])
+            if chunk["content"] == "a\n":
+                computer.interrupt()
+    assert texts[0] == "a\n"
+    assert "b\n" not in texts and "KeyboardInterrupt" in "".join(texts)
 
 
-def test_docstrings_and_strings_survive(computer):
+def test_docstrings_and_strings_survive(computer: Computer) -> None:
     code = 'def f():\n    """The docstring."""\n\nprint(f.__doc__)\nprint("print(1)\\n")'
     assert output_of(collect(computer, "python", code)) == "The docstring.\nprint(1)\n\n"
 
 
-def test_long_running_loop_reports_its_lines(computer):
+def test_long_running_loop_reports_its_lines(computer: Computer) -> None:
     code = "import time\nfor i in range(3):\n    time.sleep(0.15)\n    x = i\nprint('done')"
     lines = active_lines(collect(computer, "python", code))
     assert lines[0] == 1
     assert 3 in lines and lines[-1] == 5
 
 
-def test_active_line_after_trace_budget_comes_from_sampling(computer):
+def test_active_line_after_trace_budget_comes_from_sampling(computer: Computer) -> None:
     # A tight loop spends the exact-tracing budget at once; the sampler must still see line 4.
     code = "n = 0\nfor i in range(300000):\n    n += i\nimport time; time.sleep(0.3)\n"
     lines = active_lines(collect(computer, "python", code))
@@ -88,7 +94,7 @@ def test_active_line_after_trace_budget_comes_from_sampling(computer):
     assert lines[-1] == 4
 
 
-def test_matplotlib_plot_arrives_as_png(computer):
+def test_matplotlib_plot_arrives_as_png(computer: Computer) -> None:
     code = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"
     chunks = collect(computer, "python", code)
     images = [c for c in chunks if c["type"] == "image"]
@@ -97,7 +103,7 @@ def test_matplotlib_plot_arrives_as_png(computer):
     assert base64.b64decode(images[0]["content"]).startswith(b"\x89PNG")
 
 
-def test_html_display_is_a_code_chunk(computer):
+def test_html_display_is_a_code_chunk(computer: Computer) -> None:
     code = "from IPython.display import HTML, display\ndisplay(HTML('<b>bold</b>'))"
     chunks = collect(computer, "python", code)
     assert {"role": "computer", "type": "code", "format": "html", "content": "<b>bold</b>"} in (
@@ -105,7 +111,7 @@ def test_html_display_is_a_code_chunk(computer):
     )
 
 
-def test_jpeg_display_is_an_image_chunk(computer):
+def test_jpeg_display_is_an_image_chunk(computer: Computer) -> None:
     code = (
         "from IPython.display import Image, display\n"
         "display(Image(data=b'\\xff\\xd8\\xff\\xe0fakejpeg', format='jpeg'))"
@@ -115,28 +121,26 @@ def test_jpeg_display_is_an_image_chunk(computer):
     assert base64.b64decode(images[0]["content"]) == b"\xff\xd8\xff\xe0fakejpeg"
 
 
-def test_input_gives_a_clear_error_instead_of_hanging(computer):
-    started = time.monotonic()
+def test_input_gives_a_clear_error_instead_of_hanging(computer: Computer) -> None:
     out = output_of(collect(computer, "python", "name = input('Your name? ')"))
-    assert time.monotonic() - started < 5
     assert "StdinNotImplementedError" in out
     assert "asked for keyboard input" in out
 
 
-def test_non_utf8_bytes_come_through_readable(computer):
+def test_non_utf8_bytes_come_through_readable(computer: Computer) -> None:
     code = "import os, time\nos.write(1, b'caf\\xe9 ok\\n')\ntime.sleep(0.3)"
     out = output_of(collect(computer, "python", code))
     assert "caf" in out and "ok" in out
     out.encode("utf-8")  # nothing a terminal or JSON encoder would choke on
 
 
-def test_lone_surrogates_are_replaced(computer):
+def test_lone_surrogates_are_replaced(computer: Computer) -> None:
     code = "print(b'bad \\xff byte'.decode('utf-8', 'surrogateescape'))"
     out = output_of(collect(computer, "python", code))
     assert out == "bad \ufffd byte\n"
 
 
-def test_carriage_return_progress_bar_streams_and_folds(computer):
+def test_carriage_return_progress_bar_streams_and_folds(computer: Computer) -> None:
     from lmc.computer import bound_output
 
     code = (
@@ -147,27 +151,27 @@ def test_carriage_return_progress_bar_streams_and_folds(computer):
     assert bound_output(out) == "100%\n"  # the model reads the last state
 
 
-def test_ansi_colours_are_removed(computer):
+def test_ansi_colours_are_removed(computer: Computer) -> None:
     out = output_of(collect(computer, "python", "print('\\x1b[31mred\\x1b[0m')"))
     assert out == "red\n"
 
 
-def test_aliases_reach_the_same_kernel(computer):
+def test_aliases_reach_the_same_kernel(computer: Computer) -> None:
     collect(computer, "python", "alias_state = 'shared'")
     assert output_of(collect(computer, "py", "print(alias_state)")) == "shared\n"
 
 
-def test_top_level_await(computer):
+def test_top_level_await(computer: Computer) -> None:
     code = "import asyncio\nawait asyncio.sleep(0.05)\nprint('awaited')"
     chunks = collect(computer, "python", code)
     assert output_of(chunks) == "awaited\n"
     assert active_lines(chunks) == [1, 2, 3]
 
 
-def test_runs_from_two_threads_take_turns(computer):
-    results = {}
+def test_runs_from_two_threads_take_turns(computer: Computer) -> None:
+    results: dict[str, str] = {}
 
-    def run(name):
+    def run(name: str) -> None:
         results[name] = output_of(
             collect(computer, "python", f"import time\ntime.sleep(0.2)\nprint('{name}')")
         )
@@ -182,7 +186,9 @@ def test_runs_from_two_threads_take_turns(computer):
     assert results == {"first": "first\n", "second": "second\n"}
 
 
-def test_plots_are_images_even_when_the_environment_says_agg(monkeypatch):
+def test_plots_are_images_even_when_the_environment_says_agg(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from lmc.computer import Computer
 
     monkeypatch.setenv("MPLBACKEND", "Agg")

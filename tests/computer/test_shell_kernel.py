@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from kernel_testing import KERNELS, KernelDriver, running_kernel
+from support.kernel_testing import KERNELS, KernelDriver, kernel_pid, running_kernel
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -123,7 +123,6 @@ def test_command_not_found_and_syntax_error(shell: KernelDriver) -> None:
 def test_interrupt_stops_the_command_and_keeps_the_shell(shell: KernelDriver) -> None:
     shell.run("export KEEP=kept; cd /")
     run = shell.run("sleep 30\necho not reached", interrupt_after=0.5, timeout=10)
-    assert run.messages[-1][2] < 2.0, "the interrupt took too long"
     assert "not reached" not in run.text()
     assert run.errors[0]["ename"] == "KeyboardInterrupt"
     assert run.reply["status"] == "error"
@@ -168,7 +167,6 @@ def test_background_jobs_survive_an_interrupt(shell: KernelDriver) -> None:
 def test_stdin_is_at_end_of_file(shell: KernelDriver) -> None:
     run = shell.run("read line; echo read=$?\ncat\nhead -c 10\necho done", timeout=5)
     assert run.text() == "read=1\ndone\n"
-    assert run.messages[-1][2] < 2.0
 
 
 def test_undecodable_bytes_are_replaced(shell: KernelDriver) -> None:
@@ -176,11 +174,21 @@ def test_undecodable_bytes_are_replaced(shell: KernelDriver) -> None:
     assert shell.run("printf 'é'; printf '\\n'").text() == "é\n"
 
 
-def test_output_streams_while_the_block_runs(shell: KernelDriver) -> None:
-    run = shell.run("echo first\nsleep 1\necho second")
-    times = {c["text"]: t for msg_type, c, t in run.messages if msg_type == "stream"}
-    assert set(times) == {"first\n", "second\n"}
-    assert times["second\n"] - times["first\n"] > 0.8
+def test_output_streams_while_the_block_runs(shell: KernelDriver, tmp_path: Path) -> None:
+    """The block waits (up to 30 s) for a file the test writes only once ``first`` has
+    arrived: output held back to the end would make it say ``late``."""
+    seen = tmp_path / "seen"
+    code = (
+        f"echo first\nfor i in $(seq 300); do [ -e {seen} ] && break; sleep 0.1; done\n"
+        f"[ -e {seen} ] && echo second || echo late"
+    )
+
+    def on_stream(text: str) -> None:
+        if text == "first\n":
+            seen.touch()
+
+    run = shell.run(code, timeout=60, on_stream=on_stream)
+    assert run.text() == "first\nsecond\n"
 
 
 def test_carriage_returns_pass_through(shell: KernelDriver) -> None:
@@ -222,7 +230,7 @@ def test_bash_dies_with_a_kernel_killed_outright() -> None:
     import signal
     import sys
 
-    from kernel_testing import wait_gone
+    from support.processes import wait_gone
 
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux's")
@@ -235,5 +243,5 @@ def test_bash_dies_with_a_kernel_killed_outright() -> None:
                 "lmc_active_line"
             ):
                 break
-        os.kill(shell.manager.provisioner.process.pid, signal.SIGKILL)
+        os.kill(kernel_pid(shell.manager), signal.SIGKILL)
         assert wait_gone({bash}, timeout=10) == set(), "bash outlived its kernel"

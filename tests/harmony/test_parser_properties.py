@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from typing import AnyStr
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -65,8 +66,8 @@ def completions(draw: st.DrawFn) -> str:
     return text
 
 
-def split(text: str, cuts: list[int]) -> list[str]:
-    points = sorted(set(cuts))
+def split(text: AnyStr, cuts: list[int]) -> list[AnyStr]:
+    points: list[int] = sorted(set(cuts))
     return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
 
 
@@ -107,7 +108,7 @@ def test_backend_pieces_as_utf8_bytes_split_anywhere(text: str, cuts: list[int])
         if special:
             pieces.append((run_text, True))
         else:
-            pieces += [(part, False) for part in split(run_text.encode(), cuts)]  # type: ignore[arg-type]
+            pieces += [(part, False) for part in split(run_text.encode(), cuts)]
     messages, chunks = run(pieces)
     assert messages == parse_completion(text)
     assert assemble(chunks) == assemble(completion_to_chunks(text))

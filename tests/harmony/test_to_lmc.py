@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lmc.harmony.events import Event
+from lmc.harmony.events import Event, MessageStarted
 from lmc.harmony.parser import StreamParser, split_markers
 from lmc.harmony.to_lmc import LmcMapper, chunk_kind, completion_to_chunks, tool_language
 from lmc.messages import Chunk, assemble, validate_chunk
@@ -104,7 +104,8 @@ def test_seed_shapes_for_reasoning_code_and_message() -> None:
 def test_chunk_kind_by_header(header: str, kind: tuple[str, str | None] | None) -> None:
     parser = StreamParser()
     started = parser.feed_text(header + "<|message|>")[0]
-    assert chunk_kind(started.header) == kind  # type: ignore[union-attr]
+    assert isinstance(started, MessageStarted)
+    assert chunk_kind(started.header) == kind
 
 
 def test_other_roles_and_unknown_recipients_give_no_chunks() -> None:

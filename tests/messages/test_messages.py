@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lmc.errors import LmcError, MessageError
 from lmc.messages import (
     FORMATS_BY_TYPE,
+    Chunk,
     MessageAssembler,
     assemble,
     confirmation_chunk,
@@ -21,7 +22,7 @@ from lmc.messages import (
     validate_message,
 )
 
-SEED_STREAM = [
+SEED_STREAM: list[Chunk] = [
     {"role": "assistant", "type": "code", "format": "python", "start": True},
     {"role": "assistant", "type": "code", "format": "python", "content": "34"},
     {"role": "assistant", "type": "code", "format": "python", "content": " /"},
@@ -55,7 +56,7 @@ def test_seed_stream_assembles_into_three_messages() -> None:
 
 
 def test_start_flag_separates_messages_of_the_same_kind() -> None:
-    chunks = [
+    chunks: list[Chunk] = [
         {"role": "assistant", "type": "message", "start": True},
         {"role": "assistant", "type": "message", "content": "preamble"},
         {"role": "assistant", "type": "message", "end": True},

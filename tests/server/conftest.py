@@ -7,17 +7,13 @@ started here is ended after the test.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.replay import write_replay
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # server_testing
-
-from server_testing import TOKEN, LiveServer, Served
+from support.server_testing import TOKEN, LiveServer, Served
 
 from lmc.backends import BackendConfig, open_backend
 from lmc.backends.base import Backend
@@ -64,8 +60,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
         )
         backend = None
         if api_base is None:
-            config = BackendConfig(model=str(tiny_model), replay=replay)
-            backend = open_backend(config)
+            backend = open_backend(BackendConfig(model=str(tiny_model), replay=replay))
         interpreters: list[Any] = []
 
         def factory(conversation_id: str | None, view: Backend | None, computer: Any) -> Any:

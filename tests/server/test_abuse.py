@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from server_testing import TIMEOUT, TOKEN, Client, Served, final
+from support.server_testing import TIMEOUT, TOKEN, Client, Served, final
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin

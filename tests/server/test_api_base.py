@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from server_testing import Served
 from support.llama_server import llama_server as running_llama_server
+from support.server_testing import Served
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from server_testing import Served, errors, final
+from support.server_testing import Served, errors, final
 
 from lmc.server.inbound import Begin, Inbound, Problem, UserAudio, UserText, pcm_to_wav
 

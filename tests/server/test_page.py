@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.wait import WebDriverWait
-from server_testing import TOKEN, Served, code, final
+from support.server_testing import TOKEN, Served, code, final
 from support.speech import speak
 
 CHROMIUM = "/usr/bin/chromium"
@@ -32,7 +32,7 @@ def browser(tmp_path: Path) -> Iterator[WebDriver]:
     yield from _browser(tmp_path, [])
 
 
-def _browser(tmp_path: Path, extra: list[str]) -> Iterator[WebDriver]:
+def _browser(tmp_path: Path, extra: list[str]) -> Generator[WebDriver, None, None]:
     for path in (CHROMIUM, CHROMEDRIVER):
         assert shutil.which(path), f"{path} is missing: apt-get install chromium chromium-driver"
     options = webdriver.ChromeOptions()
@@ -58,6 +58,7 @@ def _browser(tmp_path: Path, extra: list[str]) -> Iterator[WebDriver]:
 
 def policy_violations(driver: WebDriver) -> list[str]:
     """What the page's Content-Security-Policy refused (chromium logs each refusal)."""
+    assert isinstance(driver, webdriver.Chrome)  # the browser log is chromium's
     return [
         e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]
     ]

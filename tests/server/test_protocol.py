@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_testing import (
+from support.server_testing import (
     TOKEN,
     Client,
     Served,
@@ -23,6 +23,7 @@ from websockets.exceptions import InvalidStatus
 
 from lmc.agent.storage import ConversationStore
 from lmc.agent.tools import DECLINED
+from lmc.backends.llama import LlamaCppBackend
 from lmc.messages import Chunk, assemble
 from lmc.server.connection import QUEUED
 from lmc.server.turns import GateTicket
@@ -186,7 +187,9 @@ def test_stop_while_queued_leaves_the_queue_without_sampling(serve: Serve) -> No
         assert [c["role"] for c in rest] == ["server", "server"]  # its conversation, complete
     finally:
         gate.release(ticket)
-    assert served.config.shared_backend.replay.remaining == 1  # nothing was sampled
+    backend = served.config.shared_backend
+    assert isinstance(backend, LlamaCppBackend) and backend.replay is not None
+    assert backend.replay.remaining == 1  # nothing was sampled
     client.close()
 
 

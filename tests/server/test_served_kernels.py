@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_testing import TOKEN, Served, code, errors, final, is_confirmation, outputs
+from support.server_testing import TOKEN, Served, code, errors, final, is_confirmation, outputs
 
 from lmc.agent.storage import ConversationStore
 from lmc.server.app import ServerLimits

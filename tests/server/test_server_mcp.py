@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from server_testing import Served, final, is_confirmation, outputs
 from support.mcp_servers import toy_stdio
+from support.server_testing import Served, final, is_confirmation, outputs
 
 from lmc.messages import Chunk
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from server_testing import Served, final, is_complete
+from support.server_testing import Served, final, is_complete
 from support.speech import speak
 
 QUESTION = "What is seventeen plus twenty five"

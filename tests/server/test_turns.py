@@ -75,11 +75,11 @@ def test_a_generation_frees_the_gate_when_done_or_closed_even_before_its_first_p
         assert not gate.busy
         pieces = iter(backend.generate(PROMPT))
         assert gate.busy
-        pieces.close()  # type: ignore[attr-defined]
+        pieces.close()
         assert not gate.busy
         partly = iter(backend.generate(PROMPT))
         next(partly)
-        partly.close()  # type: ignore[attr-defined]
+        partly.close()
         assert not gate.busy
 
 

@@ -12,6 +12,7 @@ import sys
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from pydantic import AnyHttpUrl
 
 
 class Verifier:
@@ -26,7 +27,9 @@ def main(port: int) -> None:
     server = MCPServer(
         "guarded",
         token_verifier=Verifier(),
-        auth=AuthSettings(issuer_url=f"{url}/issuer", resource_server_url=f"{url}/mcp"),
+        auth=AuthSettings(
+            issuer_url=AnyHttpUrl(f"{url}/issuer"), resource_server_url=AnyHttpUrl(f"{url}/mcp")
+        ),
     )
 
     @server.tool(description="Say who may pass.")

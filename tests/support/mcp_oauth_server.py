@@ -18,15 +18,17 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    OAuthAuthorizationServerProvider,
     RefreshToken,
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyHttpUrl
 
 
-class Provider:
+class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
     def __init__(self, expires_in: int) -> None:
         self.expires_in = expires_in
         self.clients: dict[str, OAuthClientInformationFull] = {}
@@ -121,8 +123,8 @@ def main(port: int, expires_in: int) -> None:
         "signed",
         auth_server_provider=provider,
         auth=AuthSettings(
-            issuer_url=url,
-            resource_server_url=f"{url}/mcp",
+            issuer_url=AnyHttpUrl(url),
+            resource_server_url=AnyHttpUrl(f"{url}/mcp"),
             client_registration_options=ClientRegistrationOptions(enabled=True),
         ),
     )

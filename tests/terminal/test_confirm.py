@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ BLOCK = {"type": "code", "format": "python", "content": "print(34 / 24)"}
 SHELL = {"type": "code", "format": "shell", "content": "git status"}
 
 
-def _asker(*answers: str) -> tuple[list[str], object]:
+def _asker(*answers: str) -> tuple[list[str], Callable[[str], str]]:
     asked: list[str] = []
     replies: Iterator[str] = iter(answers)
 
@@ -31,11 +31,12 @@ def _asker(*answers: str) -> tuple[list[str], object]:
     return asked, ask
 
 
-def _confirmer(*answers: str, edit: object = None) -> tuple[Confirmer, list[str], list[str]]:
+def _confirmer(
+    *answers: str, edit: Callable[[str, str], str] = edit_in_editor
+) -> tuple[Confirmer, list[str], list[str]]:
     asked, ask = _asker(*answers)
     said: list[str] = []
-    kwargs = {"edit": edit} if edit is not None else {}
-    confirmer = Confirmer(auto_run=False, ask=ask, say=said.append, **kwargs)  # type: ignore[arg-type]
+    confirmer = Confirmer(auto_run=False, ask=ask, say=said.append, edit=edit)
     return confirmer, asked, said
 
 
@@ -68,7 +69,7 @@ def test_a_prefix_rule_approves_only_plain_commands_with_that_prefix() -> None:
     assert len(asked) == n  # approved by the rule
     for risky in ("git status; rm -rf ~", "git status && curl x", "git statusx", "git log"):
         asked_now, ask = _asker()
-        confirmer.ask = ask  # type: ignore[assignment]
+        confirmer.ask = ask
         assert confirmer({**SHELL, "content": risky}) is False, risky  # asked; no answer
         assert len(asked_now) == 1, risky
 
@@ -144,11 +145,8 @@ def test_real_editor_command_edits_the_code(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_failing_editor_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("VISUAL", "false")
-    confirmer = Confirmer(
-        auto_run=False,
-        ask=_asker("e", "n")[1],
-        say=(said := []).append,  # type: ignore[arg-type]
-    )
+    said: list[str] = []
+    confirmer = Confirmer(auto_run=False, ask=_asker("e", "n")[1], say=said.append)
     assert confirmer(BLOCK) == Declined("")
     assert "exited with status 1" in said[0]
     assert os.environ["VISUAL"] == "false"

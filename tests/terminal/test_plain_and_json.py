@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from seed_chunks import FINAL, SEED
+from support.seed_chunks import FINAL, SEED
 
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.json_lines import JsonRenderer

@@ -11,10 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.cli_replays import code, final
 from support.replay import write_replay
-from test_tmux_chat import ROOT, Pane, _code, _final
+from support.tmux_testing import ROOT, Pane
 
 from lmc import Interpreter
+from lmc.computer import Computer
 from lmc.errors import ConfigError
 from lmc.terminal.confirm import Confirmer
 from lmc.terminal.magic import HELP, ChatState, run_magic
@@ -29,6 +31,12 @@ def outside() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
+def _computer(interpreter: Interpreter) -> Computer:
+    """The interpreter's own computer (its type is the loop's narrower protocol)."""
+    assert isinstance(interpreter.computer, Computer)
+    return interpreter.computer
+
+
 def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
     tiny_model: Path, tmp_path: Path, outside: Path
 ) -> None:
@@ -36,10 +44,10 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
     replay = write_replay(
         tmp_path / "replay.txt",
         [
-            _code(f"kept = 41\nopen({str(target)!r}, 'w').write('x')"),
-            _final("Blocked."),
-            _code(f"open({str(target)!r}, 'w').write('x')\nprint(kept)"),
-            _final("Written."),
+            code(f"kept = 41\nopen({str(target)!r}, 'w').write('x')"),
+            final("Blocked."),
+            code(f"open({str(target)!r}, 'w').write('x')\nprint(kept)"),
+            final("Written."),
         ],
     )
     work = tmp_path / "work"
@@ -58,17 +66,17 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
         run_magic("%sandbox", chat)
         assert said[-1].startswith("sandbox workspace: code writes in") and "no network" in said[-1]
         run_magic("%network", chat)  # a bare switch shows the state and changes nothing
-        assert said[-1] == "network: off" and not interpreter.computer.sandbox.network
+        assert said[-1] == "network: off" and not _computer(interpreter).sandbox.network
         run_magic("%network on", chat)
-        assert interpreter.computer.sandbox.network
+        assert _computer(interpreter).sandbox.network
         assert said[-2].startswith("this change restarts the kernels")  # said before it does
         assert "network on" in said[-1] and "python kernel restarted" in said[-1]
         run_magic("%network", chat)
-        assert said[-1] == "network: on" and interpreter.computer.sandbox.network
+        assert said[-1] == "network: on" and _computer(interpreter).sandbox.network
         run_magic("%network off", chat)  # no kernel ran since: nothing lost
-        assert not interpreter.computer.sandbox.network and "restarted" not in said[-1]
+        assert not _computer(interpreter).sandbox.network and "restarted" not in said[-1]
         run_magic("%sandbox off", chat)
-        assert interpreter.computer.sandbox.mode == "off" and said[-1].startswith("sandbox off")
+        assert _computer(interpreter).sandbox.mode == "off" and said[-1].startswith("sandbox off")
         with pytest.raises(ConfigError, match="off, workspace, read-only"):
             run_magic("%sandbox nonsense", chat)
 
@@ -77,7 +85,7 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
         told = str(interpreter.messages[-2]["content"])
         assert "NameError" in told  # the kernel restarted: `kept` is gone
         interpreter.reset()  # a fresh computer keeps the chosen sandbox
-        assert interpreter.computer.sandbox.mode == "off"
+        assert _computer(interpreter).sandbox.mode == "off"
     finally:
         interpreter.close()
     assert "%sandbox" in HELP and "%network" in HELP
@@ -86,8 +94,8 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_the_chat_switches_work_in_tmux(tiny_model: Path, tmp_path: Path, outside: Path) -> None:
     target = outside / "from-tmux.txt"
-    write = _code(f"open({str(target)!r}, 'w').write('x')\nprint('wrote it')")
-    replay = write_replay(tmp_path / "chat.txt", [write, _final("No."), write, _final("Yes.")])
+    write = code(f"open({str(target)!r}, 'w').write('x')\nprint('wrote it')")
+    replay = write_replay(tmp_path / "chat.txt", [write, final("No."), write, final("Yes.")])
     work = tmp_path / "work"
     work.mkdir()
     env = {

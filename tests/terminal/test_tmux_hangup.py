@@ -22,7 +22,7 @@ from support.processes import (
     wait_until_running,
 )
 from support.replay import write_replay
-from test_tmux_chat import Pane
+from support.tmux_testing import Pane
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from support.replay import write_replay
-from test_tmux_chat import Pane
+from support.tmux_testing import Pane
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML_TOOL = (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support.mcp_servers import toy_stdio
 from support.processes import descendants, wait_gone
-from test_tmux_chat import Pane, _start_chat
+from support.tmux_testing import Pane, start_chat
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -25,7 +25,7 @@ def _call(note: str) -> str:
     )
 
 
-def _final(text: str) -> str:
+def final(text: str) -> str:
     return f"<|channel|>final<|message|>{text}<|return|>"
 
 
@@ -45,10 +45,10 @@ def chat(
     editor.chmod(0o755)
     monkeypatch.setenv("EDITOR", str(editor))  # the new tmux server, and so lmc, inherit it
     monkeypatch.delenv("VISUAL", raising=False)
-    pane, work = _start_chat(
+    pane, work = start_chat(
         tiny_model,
         tmp_path,
-        [_call("first"), _final("You declined."), _call("second"), _final("Noted.")],
+        [_call("first"), final("You declined."), _call("second"), final("Noted.")],
     )
     shell = int(pane.tmux("display-message", "-p", "#{pane_pid}") or 0)
     lmc: set[int] = set()

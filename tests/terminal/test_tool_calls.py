@@ -5,13 +5,13 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
 from rich.console import Console
-from seed_chunks import strip_ansi
+from support.seed_chunks import strip_ansi
 
 from lmc.messages import Chunk, MessageAssembler, confirmation_chunk, validate_message
 from lmc.terminal.artifacts import ArtifactStore
@@ -89,7 +89,7 @@ def test_rich_shows_the_call_in_a_panel_titled_server_tool(tmp_path: Path) -> No
     assert "saved to" in text[call_at:]  # the image
 
 
-def _asker(*answers: str) -> tuple[list[str], object]:
+def _asker(*answers: str) -> tuple[list[str], Callable[[str], str]]:
     asked: list[str] = []
     replies: Iterator[str] = iter(answers)
 
@@ -108,7 +108,7 @@ def test_the_question_names_a_tool_and_edit_opens_json() -> None:
         edits.append((language, code))
         return '{"query": "all bugs"}'
 
-    confirmer = Confirmer(auto_run=False, ask=ask, say=lambda text: None, edit=edit)  # type: ignore[arg-type]
+    confirmer = Confirmer(auto_run=False, ask=ask, say=lambda text: None, edit=edit)
     block = {"type": "tool_call", "format": "issues.search", "content": ARGS}
     assert confirmer(block) is True
     assert confirmer(confirmation_chunk("issues.search", ARGS, "tool_call")) == (

@@ -6,12 +6,15 @@ import io
 import os
 import threading
 import wave
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from support.speech import speak
 
+import lmc.voice.transcribe as transcription
 from lmc.errors import SpeechModelNotFoundError, VoiceError
 from lmc.voice import load_speech_model, transcribe_wav
 from lmc.voice.audio import SAMPLE_RATE
@@ -23,7 +26,7 @@ def _wav_48k_stereo(wav: bytes) -> bytes:
     channel count than espeak-ng writes, made by an encoder that is not lmc's."""
     import av
 
-    source = av.open(io.BytesIO(wav))
+    source = av.open(io.BytesIO(wav), "r")
     buffer = io.BytesIO()
     sink = av.open(buffer, "w", format="wav")
     stream: Any = sink.add_stream("pcm_s24le", rate=48_000, layout="stereo")
@@ -72,12 +75,36 @@ def test_bad_audio_fails_before_any_model_is_looked_for(tmp_path: Path) -> None:
         transcribe_wav(b"certainly not a wav file", missing)
 
 
-def test_cancelled_transcription_returns_nothing(
-    question_wav: bytes, whisper_model_dir: Path
+class _CancelledAfterTheFirstWindow:
+    """The real model, watched: the person cancels as soon as the first 30-second window has
+    been decoded (its first segment comes out), while the rest of the audio waits."""
+
+    def __init__(self, model: Any, cancel: threading.Event) -> None:
+        self.model, self.cancel = model, cancel
+        self.decoded: list[str] = []
+
+    def transcribe(self, *args: Any, **kwargs: Any) -> tuple[Iterator[Any], Any]:
+        segments, info = self.model.transcribe(*args, **kwargs)
+        return self._watch(segments), info
+
+    def _watch(self, segments: Iterable[Any]) -> Iterator[Any]:
+        for segment in segments:  # each later window is decoded only when asked for
+            self.decoded.append(segment.text)
+            self.cancel.set()
+            yield segment
+
+
+def test_a_transcription_cancelled_while_it_runs_returns_nothing_and_stops(
+    whisper_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    sentences = ["What is seventeen plus twenty five.", "How tall is a giraffe with spots."]
+    long_wav = speak(" ".join(sentences * 8), tmp_path / "long.wav")
+    assert len(long_wav) / (22_050 * 2) > 40  # speech for two 30-second windows at least
     cancel = threading.Event()
-    cancel.set()
-    assert transcribe_wav(question_wav, str(whisper_model_dir), cancel=cancel) == ""
+    watched = _CancelledAfterTheFirstWindow(load_whisper(whisper_model_dir), cancel)
+    monkeypatch.setattr(transcription, "load_whisper", lambda _directory: watched)
+    assert transcribe_wav(long_wav, str(whisper_model_dir), cancel=cancel) == ""
+    assert len(watched.decoded) == 1  # the first window's first segment, then nothing more
 
 
 def test_a_model_is_loaded_once_for_all_threads(whisper_model_dir: Path, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_testing import FAKE_KEY, NOTES, Place
+from support.sandbox_testing import FAKE_KEY, NOTES, Place
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import find_tool

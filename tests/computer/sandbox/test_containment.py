@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from sandbox_testing import (
+from support.sandbox_testing import (
     FAKE_KEY,
     LANGUAGES,
     NOTES,

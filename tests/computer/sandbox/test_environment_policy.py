@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
-from sandbox_testing import LANGUAGES, Place, output_of
+from support.sandbox_testing import LANGUAGES, Place, output_of
 
 from lmc.computer import Computer
 from lmc.computer.sandbox.env import looks_like_credential, sandbox_env

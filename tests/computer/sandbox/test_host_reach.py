@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from sandbox_testing import FAKE_KEY, Place, output_of, read_code
+from support.sandbox_testing import FAKE_KEY, Place, output_of, read_code
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import resolve_policy

@@ -3,14 +3,16 @@ and cwd are what they would be outside."""
 
 from __future__ import annotations
 
-from sandbox_testing import Place, output_of
+from support.sandbox_testing import Place, output_of
 
 from lmc.computer import Computer
+from lmc.computer.kernel import KernelSession
 
 
 def test_the_kernel_survives_the_thread_that_started_it(contained: Computer) -> None:
     contained.start("python")
     session = contained._sessions["python"]
+    assert isinstance(session, KernelSession)
     session.wait_ready()
     assert session._thread is not None
     session._thread.join()  # die-with-parent would fire here if bwrap had started from it

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from sandbox_testing import Place
+from support.sandbox_testing import Place
 
 from lmc.computer import Computer
 from lmc.computer.html import OFFLINE_CSP

@@ -4,8 +4,10 @@ line in the output; the same attempts succeed with the sandbox off."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
-from sandbox_testing import Place, output_of
+from support.sandbox_testing import Place, output_of
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import PREFIX, Limits
@@ -29,10 +31,10 @@ SMALL = Limits(processes=64, memory=512 * MIB, tmp_size=32 * MIB, shm_size=32 * 
 
 
 @pytest.fixture(scope="module")
-def limited(place: Place) -> Computer:
+def limited(place: Place) -> Iterator[Computer]:
     assert find_backend().kind == "cgroup-v1", find_backend()  # what these machines offer
     computer = Computer(sandbox="workspace", workdir=place.work, sandbox_limits=SMALL)
-    yield computer  # type: ignore[misc]
+    yield computer
     computer.close()
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_testing import PREFIX_LINE, Place, output_of, write_code
+from support.sandbox_testing import PREFIX_LINE, Place, output_of, write_code
 
 from lmc.computer import Computer
 from lmc.errors import ConfigError

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sandbox_testing import Place, output_of
+from support.sandbox_testing import Place, output_of
 
 from lmc.computer import Computer
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from lmc.computer import Computer
-from lmc.messages import validate_chunk
-
-Chunk = dict
+from lmc.messages import Chunk, validate_chunk
 
 
-def collect(computer: Computer, language: str, code: str, **kwargs: object) -> list[Chunk]:
+def collect(
+    computer: Computer, language: str, code: str, timeout: float | None = None
+) -> list[Chunk]:
     """Run code and return its chunks, checking the stream's frame on the way."""
-    chunks = [validate_chunk(chunk) for chunk in computer.run(language, code, **kwargs)]
+    chunks = [validate_chunk(chunk) for chunk in computer.run(language, code, timeout)]
     assert chunks[0] == {"role": "computer", "type": "console", "start": True}
     assert chunks[-2] == {
         "role": "computer",

@@ -8,7 +8,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,9 +117,9 @@ def sleepers(tag: str) -> list[int]:
     return found
 
 
-def wait_until(condition: object, timeout: float = 30.0, what: str = "") -> None:
+def wait_until(condition: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
     deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
 

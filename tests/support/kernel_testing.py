@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +12,7 @@ from typing import Any
 
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
+from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 from support.processes import descendants, wait_gone
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -21,7 +22,7 @@ KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 class Run:
     """Everything one execute request produced, IOPub messages in arrival order."""
 
-    messages: list[tuple[str, dict[str, Any], float]] = field(default_factory=list)
+    messages: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     reply: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -29,7 +30,7 @@ class Run:
         """("line", n) / ("stdout", text) / ("stderr", text) / ("error", ename) /
         ("result", text) in order."""
         events: list[tuple[str, Any]] = []
-        for msg_type, content, _ in self.messages:
+        for msg_type, content in self.messages:
             if msg_type == "lmc_active_line":
                 events.append(("line", content["line"]))
             elif msg_type == "stream":
@@ -44,21 +45,19 @@ class Run:
         return events
 
     def text(self, name: str = "stdout") -> str:
-        return "".join(
-            c["text"] for t, c, _ in self.messages if t == "stream" and c["name"] == name
-        )
+        return "".join(c["text"] for t, c in self.messages if t == "stream" and c["name"] == name)
 
     @property
     def lines(self) -> list[int | None]:
-        return [c["line"] for t, c, _ in self.messages if t == "lmc_active_line"]
+        return [c["line"] for t, c in self.messages if t == "lmc_active_line"]
 
     @property
     def results(self) -> list[str]:
-        return [c["data"]["text/plain"] for t, c, _ in self.messages if t == "execute_result"]
+        return [c["data"]["text/plain"] for t, c in self.messages if t == "execute_result"]
 
     @property
     def errors(self) -> list[dict[str, Any]]:
-        return [c for t, c, _ in self.messages if t == "error"]
+        return [c for t, c in self.messages if t == "error"]
 
 
 class KernelDriver:
@@ -68,8 +67,16 @@ class KernelDriver:
         self.manager = manager
         self.client = client
 
-    def run(self, code: str, *, timeout: float = 15, interrupt_after: float | None = None) -> Run:
-        """Execute ``code``; optionally interrupt once it has run ``interrupt_after`` seconds."""
+    def run(
+        self,
+        code: str,
+        *,
+        timeout: float = 15,
+        interrupt_after: float | None = None,
+        on_stream: Callable[[str], object] | None = None,
+    ) -> Run:
+        """Execute ``code``; optionally interrupt once it has run ``interrupt_after`` seconds.
+        ``on_stream`` is called with each stream message's text as it arrives."""
         run = Run()
         msg_id = self.client.execute(code)
         start = time.monotonic()
@@ -92,12 +99,21 @@ class KernelDriver:
                     break
                 continue
             if msg_type != "execute_input":
-                run.messages.append((msg_type, content, time.monotonic() - start))
+                run.messages.append((msg_type, content))
+            if on_stream is not None and msg_type == "stream":
+                on_stream(content["text"])
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:  # e.g. a repeated kernel_info's
             reply = self.client.get_shell_msg(timeout=timeout)
         run.reply = reply["content"]
         return run
+
+
+def kernel_pid(manager: KernelManager) -> int:
+    """The process id of a kernel this test started on this machine."""
+    provisioner = manager.provisioner
+    assert isinstance(provisioner, LocalProvisioner) and provisioner.process is not None
+    return int(provisioner.process.pid)
 
 
 @contextmanager
@@ -118,9 +134,7 @@ def running_kernel(name: str) -> Iterator[KernelDriver]:
         client.wait_for_ready(timeout=60)
         yield KernelDriver(manager, client)
     finally:
-        pid = manager.provisioner.process.pid if manager.provisioner else None
-        if pid is not None:
-            started = descendants(pid)
+        started = descendants(kernel_pid(manager))
         client.stop_channels()
         manager.shutdown_kernel(now=False)
     assert wait_gone(started, timeout=10) == set(), "the kernel left processes behind"
