@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import select
 from collections.abc import Iterator
 from typing import TextIO
 
@@ -31,8 +32,15 @@ def _typed(master: int, text: str) -> None:
     os.write(master, text.encode())
 
 
-def _shown(master: int) -> str:
-    return os.read(master, 4096).decode()
+def _shown(master: int, expected: str) -> str:
+    """What the terminal showed, read until ``expected`` is there (or 10 s without it)."""
+    shown = ""
+    while expected not in shown:
+        ready, _, _ = select.select([master], [], [], 10)
+        if not ready:
+            break
+        shown += os.read(master, 4096).decode()
+    return shown
 
 
 def test_ask_yes_no_on_the_terminal(pty_pair: tuple[int, TextIO]) -> None:
@@ -40,7 +48,8 @@ def test_ask_yes_no_on_the_terminal(pty_pair: tuple[int, TextIO]) -> None:
     terminal = Terminal(stream)
     _typed(master, "y\n")
     assert ask_yes_no("Run it again with the network on?", terminal) is True
-    assert "Run it again with the network on? [y/N] " in _shown(master)
+    expected = "Run it again with the network on? [y/N] "
+    assert expected in _shown(master, expected)
     _typed(master, "\n")
     assert ask_yes_no("Again?", terminal) is False  # anything but yes is no
 
@@ -60,7 +69,8 @@ def test_the_api_renderer_asks_on_the_terminal_with_a_reason(
     _typed(master, "n it writes outside the project\n")
     block = {"type": "code", "format": "shell", "content": "rm -rf /"}
     assert renderer.confirm(block) == Declined("it writes outside the project")
-    assert "Run this shell code? [y/N, or n and a reason]" in _shown(master)
+    expected = "Run this shell code? [y/N, or n and a reason]"
+    assert expected in _shown(master, expected)
     _typed(master, "y\n")
     assert renderer.confirm(block) is True
     assert not stream.closed
