@@ -40,6 +40,7 @@ from lmc.messages import Chunk, Message, validate_message
 from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
 
 if TYPE_CHECKING:
+    from lmc.agent.escalation import OfferRerun
     from lmc.agent.tool_calls import ExternalTools
     from lmc.browser.tools import BrowserTools
     from lmc.computer import Computer
@@ -265,6 +266,19 @@ class Interpreter:
     def conversation_id(self) -> str | None:
         """The stored conversation's id (None until the first message)."""
         return self._conversation_id
+
+    @property
+    def offer_rerun(self) -> OfferRerun | None:
+        """Asked ``(block, lacked)`` when the sandbox blocked a block for want of the network
+        (``lacked == "network"``) or of write access / a hidden path (``"unsandboxed"``): True
+        runs that one block again, once, in a fresh kernel that has it; the sandbox stays as
+        it was for later blocks (see :mod:`lmc.agent.escalation`). None (the default): never
+        offered. ``auto_run`` does not answer it: only this callback does."""
+        return self._loop.offer_rerun
+
+    @offer_rerun.setter
+    def offer_rerun(self, offer: OfferRerun | None) -> None:
+        self._loop.offer_rerun = offer
 
     @property
     def max_steps(self) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from lmc.agent.approvals import Answer, Decision, decision_of, refusal_text
 from lmc.agent.history import Entry, Transcript, tool_result_harmony
@@ -46,6 +46,9 @@ from lmc.harmony.events import (
 from lmc.harmony.parser import StreamParser
 from lmc.harmony.to_lmc import LmcMapper, chunk_kind
 from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
+
+if TYPE_CHECKING:
+    from lmc.agent.escalation import OfferRerun
 
 __all__ = ["ComputerLike", "Decide", "Loop", "LoopSettings"]
 
@@ -133,6 +136,9 @@ class Loop:
         self.dropped_turns = 0
         self._trim_told = False
         self.running = False  # a kernel is running code for this loop
+        #: Asked, when the sandbox blocked a block, whether to run it again with what it
+        #: lacked (:mod:`lmc.agent.escalation`); only the interactive terminal sets it.
+        self.offer_rerun: OfferRerun | None = None
         self._token_counts: dict[str, int] = {}  # a message's Harmony text -> its tokens
 
     def forget(self) -> None:
@@ -362,9 +368,17 @@ class Loop:
     def result(self, target: ToolTarget, text: str) -> str:
         return tool_result_harmony(target.author, target.channel, text)
 
-    def _run(self, target: ToolTarget, language: str, code: str, told: str) -> Iterator[Chunk]:
+    def _run(
+        self,
+        target: ToolTarget,
+        language: str,
+        code: str,
+        told: str,
+        rerun: Iterable[Chunk] | None = None,
+    ) -> Iterator[Chunk]:
+        """Run the block (or stream ``rerun``, its second run) and record its output."""
         output = RunOutput(self.settings.output_limit, self.settings.history_output_limit)
-        chunks = iter(self._computer().run(language, code))
+        chunks = iter(self._computer().run(language, code) if rerun is None else rerun)
         self.running = True
         in_console = False
         try:
@@ -389,6 +403,15 @@ class Loop:
             raise
         finally:
             self.running = False
+        if self.offer_rerun is not None:
+            from lmc.agent.escalation import rerun_if_allowed
+
+            again = rerun_if_allowed(
+                self, self.offer_rerun, target=target, language=language, code=code,
+                output=output, told=told,
+            )  # fmt: skip
+            if (yield from again):
+                return
         self.record_run(target, output, told)
 
     def record_run(self, target: ToolTarget, output: RunOutput, told: str) -> None:

@@ -138,6 +138,9 @@ def _chat_on(
     load_with_spinner(interpreter, output, settings)
     if output.mode == "json":
         return _json_chat(interpreter, output, confirmer, settings)
+    from lmc.terminal.rerun import offer_reruns
+
+    offer_reruns(interpreter, confirmer, output.renderer)  # a person at the terminal only
     from lmc.backends import is_server_shortcut
 
     if not (settings.api_base or settings.replay or is_server_shortcut(settings.model)):

@@ -98,6 +98,10 @@ def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> 
     terminal = None if settings.auto_run else Terminal.open()
     try:
         confirmer = make_confirmer(output, settings, terminal)
+        if output.mode != "json":
+            from lmc.terminal.rerun import offer_reruns
+
+            offer_reruns(interpreter, confirmer, output.renderer)
         load_with_spinner(interpreter, output, settings)
         turn = run_turn(interpreter, message, output, confirmer)
     except LmcError as exc:

@@ -8,7 +8,9 @@ dies, hangs or runs too long) becomes output in that stream, never an exception.
 
 Kernels run in the sandbox :mod:`lmc.computer.sandbox` describes (by default ``workspace``
 wherever a sandbox tool works: writes only in the working directory and a private /tmp, no
-network, secrets hidden). A block that ran into it ends with one line saying so.
+network, secrets hidden). A block that ran into it ends with one line saying so, and
+:attr:`Computer.last_run_lacked` says what it lacked; :meth:`Computer.run_relaxed` runs such a
+block once more in a throwaway kernel that has it, when the person says yes.
 
 With a :class:`~lmc.computer.gateway.GatewayConfig` the kernels run on a Jupyter Kernel or
 Enterprise Gateway instead (:mod:`lmc.computer.gateway_kernel`), with the same chunk stream;
@@ -46,7 +48,7 @@ from lmc.computer.kernel import (
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
 from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
-from lmc.computer.sandbox import Limits, explain_block, resolve_policy
+from lmc.computer.sandbox import Limits, explain_block, lacked_by, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
 
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["Computer"]
 
 _KNOWN: Final = ", ".join(language.name for language in LANGUAGES)
+#: What a block can lack and :meth:`Computer.run_relaxed` can give it once.
+RELAXATIONS: Final = ("network", "unsandboxed")
 
 
 class Computer:
@@ -121,6 +125,10 @@ class Computer:
         #: Whether the last run failed: the code raised, the kernel could not run it, died or
         #: timed out, or there was nothing to run (``lmc mcp serve`` answers isError).
         self.last_run_failed = False
+        #: What the sandbox denied the last run, when giving it would help: ``"network"`` or
+        #: ``"unsandboxed"`` (see :meth:`run_relaxed`); None otherwise.
+        self.last_run_lacked: str | None = None
+        self._relaxed: set[Computer] = set()  # throwaway computers of run_relaxed, running
         self._finalizer = weakref.finalize(self, _shutdown_all, self._sessions, None)
 
     @property
@@ -185,8 +193,11 @@ class Computer:
         """Stop whatever code is running now; kernels and their state survive."""
         with self._lock:
             running = list(self._running)
+            relaxed = list(self._relaxed)
         for session in running:
             session.interrupt()
+        for once in relaxed:
+            once.interrupt()
         self._applescript.interrupt()
 
     def close(self) -> None:
@@ -216,6 +227,7 @@ class Computer:
         yield console_start()
         # False only for code that ran to its end without raising (see last_run_failed).
         self.last_run_failed = True
+        self.last_run_lacked = None
         resolved = resolve_language(language)
         if resolved is None:
             yield output_chunk(f"lmc cannot run {language!r} code; it runs {_KNOWN}.\n")
@@ -238,6 +250,38 @@ class Computer:
             yield from self._run_kernel(resolved, code, timeout or self.timeout)
         yield active_line_chunk(None)
         yield console_end()
+
+    def run_relaxed(
+        self, language: str, code: str, lacked: str, timeout: float | None = None
+    ) -> Iterator[Chunk]:
+        """Run ``code`` once in a fresh kernel that has what the sandbox denied it
+        (``"network"``: the network, still sandboxed; ``"unsandboxed"``: no sandbox), shut
+        down right after; this computer's kernels and policy stay as strict as they were.
+        Yields the same chunk stream as :meth:`run`."""
+        if lacked not in RELAXATIONS or self.gateway is not None or not self.sandbox.enabled:
+            raise ComputerError(f"cannot run a block again with {lacked!r} here")
+        once = Computer(
+            timeout=self.timeout,
+            workdir=self.cwd,
+            sandbox="off" if lacked == "unsandboxed" else self.sandbox.mode,
+            network=True if lacked == "network" else self.sandbox.network,
+            hide=self._hide,
+            sandbox_env=self._extras["env"],
+            sandbox_writable=self._extras["keep_writable"],
+            sandbox_limits=self._extras["limits"],
+        )
+        with self._lock:
+            self._relaxed.add(once)
+        try:
+            yield from once.run(language, code, timeout)
+            self.last_run_failed = once.last_run_failed
+            # With the network a block may get on to a refused write (``pip install``): that
+            # can be offered next; without the sandbox it lacks nothing (None).
+            self.last_run_lacked = once.last_run_lacked
+        finally:
+            with self._lock:
+                self._relaxed.discard(once)
+            once.close()
 
     def _run_kernel(self, language: Language, code: str, timeout: float | None) -> Iterator[Chunk]:
         try:
@@ -279,10 +323,11 @@ class Computer:
             with self._lock:
                 self._running.discard(session)
         policy = session.sandbox
-        line = None
-        if policy is not None:
-            line = explain_block(seen.text(), policy, out_of_memory=session.out_of_memory())
+        if policy is None:
+            return
+        line = explain_block(seen.text(), policy, out_of_memory=session.out_of_memory())
         if line is not None:
+            self.last_run_lacked = lacked_by(seen.text(), policy)
             yield output_chunk(("\n" if seen.open_line else "") + line + "\n")
 
     def _execute(

@@ -14,6 +14,7 @@ from support.computer_testing import collect, output_of
 
 from lmc.computer import Computer
 from lmc.computer.applescript import applescript_command
+from lmc.computer.html import without_network
 from lmc.computer.languages import resolve_language
 
 
@@ -70,9 +71,14 @@ def test_html_is_handed_over_as_a_chunk_and_leaves_no_file(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where a temporary file would go
     document = "<h1>Hi</h1><script>alert(1)</script>"
     chunks = collect(bare, "html", document)
-    assert {"role": "computer", "type": "code", "format": "html", "content": document} in chunks
+    [html] = [c for c in chunks if (c["type"], c.get("format")) == ("code", "html")]
+    # Sandboxed with no network (the default), the page says so to any browser that opens it.
+    assert html["content"] == (without_network(document) if bare.sandbox.enabled else document)
     assert output_of(chunks) == ""
     assert list(tmp_path.iterdir()) == []
+    with Computer(sandbox="off") as unsandboxed:
+        [plain] = [c for c in collect(unsandboxed, "html", document) if c["type"] == "code"]
+        assert plain["content"] == document
 
 
 def test_applescript_without_osascript_is_a_clear_error(

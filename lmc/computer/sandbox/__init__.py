@@ -4,7 +4,7 @@
 choice (a mode or None for "the default") into a policy, checking that the tool works;
 :func:`prepare_launch` turns a kernel's argv and environment into the sandboxed ones (with
 the seccomp filter's descriptor and the kernel's limits); :func:`explain_block` writes the
-line that tells the person and the model a block was blocked.
+line that tells the person and the model a block was blocked, :func:`lacked_by` what it lacked.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lmc.computer.sandbox.detect import INSTALL_HINT, SandboxTool, find_tool
-from lmc.computer.sandbox.explain import PREFIX, explain_block
+from lmc.computer.sandbox.explain import PREFIX, explain_block, lacked_by
 from lmc.computer.sandbox.launcher import launch
 from lmc.computer.sandbox.limits import KernelLimits, Limits, find_backend
 from lmc.computer.sandbox.policy import (
@@ -44,6 +44,7 @@ __all__ = [
     "check_mode",
     "explain_block",
     "find_tool",
+    "lacked_by",
     "launch",
     "prepare_launch",
     "resolve_policy",

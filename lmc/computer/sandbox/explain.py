@@ -14,7 +14,7 @@ from typing import Final
 
 from lmc.computer.sandbox.policy import SandboxPolicy
 
-__all__ = ["PREFIX", "explain_block"]
+__all__ = ["PREFIX", "explain_block", "lacked_by"]
 
 PREFIX: Final = "[blocked by the sandbox]"
 
@@ -75,6 +75,21 @@ def explain_block(output: str, policy: SandboxPolicy, *, out_of_memory: bool = F
     if not reasons:
         return None
     return f"{PREFIX} {'; '.join(reasons)}."
+
+
+def lacked_by(output: str, policy: SandboxPolicy) -> str | None:
+    """What the block lacked, when running it again with more would help: ``"network"``
+    (the network was off and the code could not connect), ``"unsandboxed"`` (a write was
+    refused or a hidden path was missing), else None (no sandbox, or a limit it hit)."""
+    if not policy.enabled:
+        return None
+    if not policy.network and _NETWORK.search(output):
+        return "network"
+    if _WRITE.search(output):
+        return "unsandboxed"
+    if _MISSING.search(output) and _hidden_mentioned(output, policy) is not None:
+        return "unsandboxed"
+    return None
 
 
 def _hidden_mentioned(output: str, policy: SandboxPolicy) -> str | None:

@@ -104,7 +104,9 @@ class _Plan:
             return
         if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             return  # sockets (agents, multiplexers), fifos and devices stay out
-        bind = "--bind" if home_writable and not entry.name.startswith(".") else "--ro-bind"
+        # -try: an entry removed between this scan and the start (a database's journal) is
+        # simply absent, instead of failing the kernel's start.
+        bind = "--bind-try" if home_writable and not entry.name.startswith(".") else "--ro-bind-try"
         self.out.append(Mount(path, _BACK, (bind, str(path), str(path))))
 
 

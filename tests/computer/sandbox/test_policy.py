@@ -14,6 +14,7 @@ from lmc.computer.sandbox import (
     check_mode,
     explain_block,
     find_tool,
+    lacked_by,
     resolve_policy,
 )
 from lmc.computer.sandbox.bubblewrap import bwrap_command
@@ -50,7 +51,7 @@ def test_bwrap_seals_home_binds_the_workdir_and_hides_secrets(home: Path, tmp_pa
     assert "--unshare-user" in argv and "--new-session" in argv
     assert f"--bind {work} {work}" in joined
     seal = joined.index(f"--tmpfs {home} ")
-    notes = joined.index(f"--ro-bind {home / 'notes.txt'} {home / 'notes.txt'}")
+    notes = joined.index(f"--ro-bind-try {home / 'notes.txt'} {home / 'notes.txt'}")
     assert seal < notes and f"--bind {home} {home}" in joined
     assert f"{home / '.ssh'} " not in joined and str(home / ".netrc") not in joined
     assert joined.endswith(f"--remount-ro {home} --unsetenv" + joined.split("--unsetenv", 1)[1])
@@ -101,6 +102,19 @@ def test_a_hidden_secret_is_named(home: Path, tmp_path: Path) -> None:
     out = f"cat: {home}/.ssh/id_rsa: No such file or directory"
     line = explain_block(out, policy)
     assert line is not None and "~/.ssh is hidden" in line
+
+
+def test_what_a_blocked_block_lacked(home: Path, tmp_path: Path) -> None:
+    strict = SandboxPolicy("workspace", False, tmp_path)
+    assert lacked_by("ConnectionRefusedError: [Errno 111] Connection refused", strict) == "network"
+    assert lacked_by("OSError: [Errno 30] Read-only file system: '/etc/x'", strict) == "unsandboxed"
+    hidden = f"cat: {home}/.ssh/id_rsa: No such file or directory"
+    assert lacked_by(hidden, strict) == "unsandboxed"
+    # Nothing to give: a limit, an ordinary missing file, a sandbox with the network or none.
+    assert lacked_by("BlockingIOError: Resource temporarily unavailable", strict) is None
+    assert lacked_by("FileNotFoundError: [Errno 2] No such file: 'data.csv'", strict) is None
+    assert lacked_by("Connection refused", SandboxPolicy("workspace", True, tmp_path)) is None
+    assert lacked_by("Read-only file system", SandboxPolicy("off", False, tmp_path)) is None
 
 
 @pytest.fixture
