@@ -16,6 +16,7 @@ boundary that calls them, with ``raise ... from exc``.
     │   └── SandboxUnavailableError  a sandbox was asked for and no working tool is here
     ├── InputError            what the person gave cannot be read (standard input not UTF-8)
     ├── StorageError          the conversation database failed
+    ├── WorkspaceError        a checkpoint of the working directory could not be taken or restored
     ├── VoiceError            speech could not be heard (not WAV, no speech, the STT failed)
     │   └── SpeechModelNotFoundError  no speech-to-text model, or it could not be downloaded
     └── BrowserError          the browser tool could not search or open a page
@@ -39,6 +40,7 @@ __all__ = [
     "SpeechModelNotFoundError",
     "StorageError",
     "VoiceError",
+    "WorkspaceError",
 ]
 
 
@@ -99,6 +101,10 @@ class InputError(LmcError):
 
 class StorageError(LmcError):
     """The conversation database could not be read or written."""
+
+
+class WorkspaceError(LmcError):
+    """A snapshot of the working directory could not be taken, compared or restored."""
 
 
 class SandboxUnavailableError(ConfigError):

@@ -438,6 +438,41 @@ class Settings:
         panel=SESSION,
         commands=RUNS_AND_DOCTOR,
     )
+    #: Snapshots of the working directory around each block (lmc.workspace, issue 21).
+    checkpoints: bool = option(
+        True,
+        kind="bool",
+        flags=("--checkpoints",),
+        off_flag="--no-checkpoints",
+        help="Snapshot the working directory before each block, so that %undo and lmc undo "
+        "restore the files [default: on].",
+        panel=SESSION,
+    )
+    checkpoint_max_file_size: int = option(
+        10 * 1024 * 1024,
+        kind="int",
+        minimum=1,
+        help="Files larger than this (bytes) are left out of checkpoints.",
+    )
+    checkpoint_max_files: int = option(
+        50_000,
+        kind="int",
+        minimum=1,
+        help="A working directory with more files than this gets no checkpoints.",
+    )
+    agents_md_max_bytes: int = option(
+        32 * 1024,
+        kind="int",
+        minimum=0,
+        help="Bytes of AGENTS.md text given to the model (0: AGENTS.md is not read).",
+    )
+    #: Near the context size the model summarises older turns (off: they are left out).
+    compaction: bool = option(
+        True,
+        kind="bool",
+        help="Summarise older turns when the conversation nears the context size "
+        "(off: the oldest turns are left out instead).",
+    )
     #: More host names ``lmc serve`` answers to, beyond loopback names, IP addresses and the
     #: ``--host`` name (the DNS-rebinding guard, lmc.server.security): a proxy's, say.
     server_allowed_hosts: str | None = option(

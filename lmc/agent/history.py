@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lmc.harmony import tokens
 from lmc.harmony.render import render_message
@@ -48,6 +49,8 @@ class Entry:
 
     message: Message
     harmony: str | None = None
+    #: lmc's own facts about the message (stored with it), e.g. what a summary covers.
+    meta: dict[str, Any] | None = None
 
 
 def escape_markers(text: str) -> str:

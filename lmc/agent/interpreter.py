@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from lmc.agent.approvals import Answer
+from lmc.agent.checkpoints import Checkpointer, RewindReport
+from lmc.agent.compaction import Compactor
 from lmc.agent.display import PlainRenderer, Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
 from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
@@ -34,6 +36,7 @@ from lmc.agent.tools import (
     function_specs,
     system_message,
 )
+from lmc.agent.workspace_api import WorkspaceMixin
 from lmc.backends.base import Backend, BackendConfig, Generation, SamplingSettings
 from lmc.errors import ConfigError, LmcError
 from lmc.messages import Chunk, Message, validate_message
@@ -51,7 +54,7 @@ __all__ = ["Interpreter"]
 Confirm = Callable[[dict[str, Any]], Answer]
 
 
-class Interpreter:
+class Interpreter(WorkspaceMixin):
     """A conversation with a gpt-oss model that runs code on this computer.
 
     ``chat(message)`` runs one turn. With ``stream=True`` it returns a generator of LMC chunks
@@ -99,6 +102,8 @@ class Interpreter:
         self.auto_run = s.auto_run
         self.reasoning = s.reasoning
         self.instructions = s.instructions
+        #: AGENTS.md text beyond this many bytes is left out (0: AGENTS.md is not read).
+        self.agents_md_max_bytes = s.agents_md_max_bytes
         self.renderer = renderer
         #: The speech-to-text model for audio messages (``--stt-model``; None: the default).
         self.stt_model = s.stt_model
@@ -177,6 +182,20 @@ class Interpreter:
             tools=self._tool_set(),
             usage=self._count_usage,
         )
+        if s.compaction:
+            self._loop.compactor = Compactor(self._loop)
+        #: What the last :meth:`undo` did (files restored, messages removed).
+        self.last_undo: RewindReport | None = None
+        self._checkpoint_caps = (s.checkpoint_max_file_size, s.checkpoint_max_files)
+        if s.checkpoints:
+            self._loop.block_hooks = Checkpointer(
+                store=lambda: self.store,
+                conversation=lambda: self._conversation_id,
+                transcript=self._loop.transcript,
+                workdir=self._workdir,
+                max_file_bytes=self._checkpoint_caps[0],
+                max_files=self._checkpoint_caps[1],
+            )
         if conversation_id is not None:
             self._resume(conversation_id)
 
@@ -317,20 +336,9 @@ class Interpreter:
                 close()
             self._computer = None
 
-    def undo(self) -> list[Message]:
-        """Drop the last user message and everything after it; returns what was dropped."""
-        transcript = self._loop.transcript
-        index = transcript.last_user_index()
-        if index is None:
-            return []
-        dropped = [entry.message for entry in transcript.entries[index:]]
-        del transcript.entries[index:]
-        self._loop.dropped_turns = min(
-            self._loop.dropped_turns, max(transcript.turn_count() - 1, 0)
-        )
-        if self._conversation_id is not None:
-            self.store.truncate(self._conversation_id, index)
-        return dropped
+    def _workdir(self) -> Path:
+        where = getattr(self._computer, "cwd", None) or self._sandbox.get("workdir")
+        return Path(where) if where is not None else Path.cwd()
 
     def token_usage(self) -> tuple[int, int]:
         """(tokens the next prompt takes, the model's context size)."""
@@ -358,7 +366,7 @@ class Interpreter:
         self._conversation_id = self.store.resolve(conversation_id)
         self._usage = self.store.usage(self._conversation_id)
         stored = self.store.load_stored(self._conversation_id)
-        self._loop.transcript.entries[:] = [Entry(s.message, s.harmony) for s in stored]
+        self._loop.transcript.entries[:] = [Entry(s.message, s.harmony, s.meta) for s in stored]
         from lmc.agent.resume import resume_note
 
         entries = self._loop.transcript.entries
@@ -371,7 +379,7 @@ class Interpreter:
         if self._conversation_id is None:
             title = entry.message["content"] if entry.message["role"] == "user" else ""
             self._conversation_id = self.store.create(title if isinstance(title, str) else "")
-        self.store.append(self._conversation_id, entry.message, entry.harmony)
+        self.store.append(self._conversation_id, entry.message, entry.harmony, entry.meta)
 
     def _replace(self, index: int, entry: Entry) -> None:
         if self._conversation_id is not None:
@@ -387,11 +395,15 @@ class Interpreter:
         names = tuple(tool.name for tool in extra)
         self._open_browser()
         browser = self.browser_tools is not None
-        key = (date.today(), self.reasoning, self.instructions, cwd, names, browser)
+        agents = self.agents_md().text
+        key = (date.today(), self.reasoning, self.instructions, cwd, names, browser, agents)
         if self._prefix_cache is None or self._prefix_cache[0] != key:
+            instructions = self.instructions
+            if agents:  # without AGENTS.md the prompt is what it always was
+                instructions = f"{instructions.strip()}\n\n{agents}" if instructions else agents
             messages = [
                 system_message(self.reasoning, browser=browser),
-                developer_message(self.instructions, cwd, extra),
+                developer_message(instructions, cwd, extra),
             ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
             # Function arguments are sampled under a grammar from these schemas (llama.cpp).

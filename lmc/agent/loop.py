@@ -48,14 +48,25 @@ from lmc.harmony.to_lmc import LmcMapper, chunk_kind
 from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
 
 if TYPE_CHECKING:
+    from lmc.agent.compaction import Compactor
     from lmc.agent.escalation import OfferRerun
 
-__all__ = ["ComputerLike", "Decide", "Loop", "LoopSettings"]
+__all__ = ["BlockHooks", "ComputerLike", "Decide", "Loop", "LoopSettings"]
 
 #: Called with the block ``{"type": "code", "format": LANG, "content": CODE}`` (or a
 #: ``tool_call``) before it runs: True runs it, False declines, ``Declined(reason)`` declines
 #: and tells the model why, a string runs that (edited) code instead.
 Decide = Callable[[dict[str, Any]], Answer]
+
+
+class BlockHooks(Protocol):
+    """Called around each code block (checkpoints: :class:`lmc.agent.checkpoints.Checkpointer`)."""
+
+    def before_block(self) -> str | None:
+        """Before the block runs; a note for the person, or None."""
+
+    def after_block(self) -> Message | None:
+        """After it ran (or was interrupted); a message to show and keep, or None."""
 
 
 class ComputerLike(Protocol):
@@ -136,6 +147,11 @@ class Loop:
         self.dropped_turns = 0
         self._trim_told = False
         self.running = False  # a kernel is running code for this loop
+        #: Called before and after each code block (checkpoints of the working directory).
+        self.block_hooks: BlockHooks | None = None
+        #: Summarises older messages near the context size (None: the oldest turns are left
+        #: out instead, with a note).
+        self.compactor: Compactor | None = None
         #: Asked, when the sandbox blocked a block, whether to run it again with what it
         #: lacked (:mod:`lmc.agent.escalation`); only the interactive terminal sets it.
         self.offer_rerun: OfferRerun | None = None
@@ -241,13 +257,18 @@ class Loop:
 
     def prompt(self) -> str:
         """The prompt as it stands (for counting tokens)."""
-        return self.transcript.render(self._prefix(), self.dropped_turns, self._bound)
+        return "".join(self._prompt_parts())
+
+    def _prompt_parts(self) -> list[str]:
+        from lmc.agent.compaction import prompt_parts
+
+        return prompt_parts(self.transcript, self._prefix(), self.dropped_turns, self._bound)
 
     def prompt_tokens(self, backend: Backend | None = None) -> int:
         """Tokens the prompt takes, counted message by message; each message's count is kept,
         so a step counts only the messages added since the last one."""
         backend = backend or self._backend()
-        parts = self.transcript.prompt_parts(self._prefix(), self.dropped_turns, self._bound)
+        parts = self._prompt_parts()
         known, counts = self._token_counts, {}
         total = 0
         for part in parts:
@@ -265,12 +286,15 @@ class Loop:
         return bound_output(text, self.settings.output_limit)
 
     def _prompt(self) -> Generator[Chunk, None, str | None]:
-        """Render the prompt, leaving out the oldest turns if it does not fit; None if even
-        the current turn alone does not fit (a note says so)."""
+        """Render the prompt, summarising older messages (the compactor) or else leaving out
+        the oldest turns if it does not fit with the answer's reserve; None if even that does
+        not fit (a note says so)."""
         backend = self._backend()
         size = backend.context_size
         reserve = self.settings.sampling.max_tokens or self.settings.answer_reserve
         reserve = min(reserve, size // 4)
+        if self.compactor is not None:
+            yield from self.compactor.fit(backend, size, reserve)
         turns = self.transcript.turn_count()
         before = self.dropped_turns
         while True:
@@ -285,10 +309,11 @@ class Loop:
                 f"The conversation is longer than the model's context ({size} tokens): "
                 "the oldest messages are left out of what the model sees from now on."
             )
-        if used >= size:
+        if used + reserve > size:  # the answer's room is kept on every step
             yield from self.notice(
                 f"Stopped: this exchange no longer fits in the model's context ({used} tokens "
-                f"of {size}). Start a new conversation, or use a larger context."
+                f"of {size}, and {reserve} kept for the answer). Start a new conversation, or "
+                "use a larger context."
             )
             return None
         return prompt
@@ -376,7 +401,29 @@ class Loop:
         told: str,
         rerun: Iterable[Chunk] | None = None,
     ) -> Iterator[Chunk]:
-        """Run the block (or stream ``rerun``, its second run) and record its output."""
+        """Run the block (or stream ``rerun``, its second run) between the block hooks."""
+        hooks = self.block_hooks
+        note = hooks.before_block() if hooks is not None else None
+        if note:
+            yield from self.notice(note)
+        yield from self._run_block(target, language, code, told, rerun)
+        after = hooks.after_block() if hooks is not None else None
+        if after is not None:
+            self.record(after, "")
+            flag: Chunk = {k: after[k] for k in ("role", "type", "format") if k in after}
+            yield {**flag, "start": True}
+            yield dict(after)
+            yield {**flag, "end": True}
+
+    def _run_block(
+        self,
+        target: ToolTarget,
+        language: str,
+        code: str,
+        told: str,
+        rerun: Iterable[Chunk] | None = None,
+    ) -> Iterator[Chunk]:
+        """Run the block (or stream ``rerun``) and record its output."""
         output = RunOutput(self.settings.output_limit, self.settings.history_output_limit)
         chunks = iter(self._computer().run(language, code) if rerun is None else rerun)
         self.running = True
@@ -400,6 +447,9 @@ class Loop:
                 close()
             output.note("\n[interrupted]\n")
             self.record_run(target, output, told)
+            after = self.block_hooks.after_block() if self.block_hooks is not None else None
+            if after is not None:
+                self.record(after, "")  # kept, though the stream is gone
             raise
         finally:
             self.running = False

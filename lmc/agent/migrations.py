@@ -78,6 +78,26 @@ def m003_token_usage(db: sqlite3.Connection) -> None:
     )
 
 
+@_migration
+def m004_checkpoints_and_message_meta(db: sqlite3.Connection) -> None:
+    # Snapshots of the working directory around each turn's code (issue 21), and lmc's own
+    # facts about a message (a compaction summary and what it covers).
+    db.execute(
+        """
+        CREATE TABLE checkpoints (
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            workdir TEXT NOT NULL,
+            shadow TEXT NOT NULL,
+            before_commit TEXT NOT NULL,
+            after_commit TEXT NOT NULL,
+            PRIMARY KEY (conversation_id, position)
+        )
+        """
+    )
+    db.execute("ALTER TABLE messages ADD COLUMN meta TEXT")
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Run every migration not yet applied to ``db``, each in its own transaction.
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from lmc.agent.migrations import migrate
 from lmc.errors import StorageError
@@ -24,6 +25,7 @@ from lmc.messages import Message, validate_message
 from lmc.paths import data_dir, private_dir, private_file
 
 __all__ = [
+    "CheckpointRecord",
     "ConversationInfo",
     "ConversationStore",
     "StoredMessage",
@@ -91,6 +93,20 @@ class StoredMessage:
 
     message: Message
     harmony: str | None = None
+    #: lmc's own facts about the message (a compaction summary's reach), or None.
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRecord:
+    """The working directory's snapshots around one turn's code: before its first block and
+    after its last (commits in the shadow repository ``shadow``)."""
+
+    position: int  # the turn's user message
+    workdir: str
+    shadow: str
+    before: str
+    after: str
 
 
 class ConversationStore:
@@ -196,6 +212,7 @@ class ConversationStore:
         with self._db() as db:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DELETE FROM messages WHERE conversation_id = ?", (full_id,))
+            db.execute("DELETE FROM checkpoints WHERE conversation_id = ?", (full_id,))
             db.execute("DELETE FROM token_usage WHERE conversation_id = ?", (full_id,))
             db.execute("DELETE FROM conversations WHERE id = ?", (full_id,))
             db.execute("COMMIT")
@@ -211,19 +228,27 @@ class ConversationStore:
         full_id = self.resolve(conversation_id)
         with self._db() as db:
             rows = db.execute(
-                "SELECT content, harmony FROM messages WHERE conversation_id = ? ORDER BY position",
+                "SELECT content, harmony, meta FROM messages WHERE conversation_id = ? "
+                "ORDER BY position",
                 (full_id,),
             ).fetchall()
         out = []
-        for content, harmony in rows:
+        for content, harmony, meta in rows:
             try:
                 message = validate_message(json.loads(content))
+                facts = json.loads(meta) if meta else None
             except (ValueError, TypeError) as exc:
                 raise StorageError(f"a stored message of {full_id} is damaged: {exc}") from exc
-            out.append(StoredMessage(message, harmony))
+            out.append(StoredMessage(message, harmony, facts if isinstance(facts, dict) else None))
         return out
 
-    def append(self, conversation_id: str, message: Message, harmony: str | None = None) -> int:
+    def append(
+        self,
+        conversation_id: str,
+        message: Message,
+        harmony: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> int:
         """Store one completed message at the end; committed when this returns."""
         message = validate_message(message)
         now = _now()
@@ -238,8 +263,8 @@ class ConversationStore:
                     """
                     INSERT INTO messages
                         (conversation_id, position, role, type, format, content, harmony,
-                         created_at)
-                    VALUES (?,?,?,?,?,?,?,?)
+                         created_at, meta)
+                    VALUES (?,?,?,?,?,?,?,?,?)
                     """,
                     (
                         conversation_id,
@@ -250,6 +275,7 @@ class ConversationStore:
                         json.dumps(message, ensure_ascii=False),
                         harmony,
                         now,
+                        json.dumps(meta) if meta is not None else None,
                     ),
                 )
                 db.execute(
@@ -284,15 +310,52 @@ class ConversationStore:
             )
 
     def truncate(self, conversation_id: str, keep: int) -> None:
-        """Keep only the first ``keep`` messages (``%undo``)."""
+        """Keep only the first ``keep`` messages, and the checkpoints of their turns (``%undo``)."""
         with self._db() as db:
             db.execute(
                 "DELETE FROM messages WHERE conversation_id = ? AND position >= ?",
                 (conversation_id, keep),
             )
             db.execute(
+                "DELETE FROM checkpoints WHERE conversation_id = ? AND position >= ?",
+                (conversation_id, keep),
+            )
+            db.execute(
                 "UPDATE conversations SET updated_at = ? WHERE id = ?", (_now(), conversation_id)
             )
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def save_checkpoint(self, conversation_id: str, record: CheckpointRecord) -> None:
+        """Record a turn's snapshots; a later block of the same turn moves only ``after``."""
+        with self._db() as db:
+            db.execute(
+                """
+                INSERT INTO checkpoints
+                    (conversation_id, position, workdir, shadow, before_commit, after_commit)
+                VALUES (?,?,?,?,?,?)
+                ON CONFLICT (conversation_id, position) DO UPDATE SET
+                    after_commit = excluded.after_commit
+                """,
+                (
+                    conversation_id,
+                    record.position,
+                    record.workdir,
+                    record.shadow,
+                    record.before,
+                    record.after,
+                ),
+            )
+
+    def checkpoints(self, conversation_id: str) -> list[CheckpointRecord]:
+        """A conversation's checkpoints, oldest turn first."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT position, workdir, shadow, before_commit, after_commit FROM checkpoints "
+                "WHERE conversation_id = ? ORDER BY position",
+                (conversation_id,),
+            ).fetchall()
+        return [CheckpointRecord(*row) for row in rows]
 
     # -- token usage ------------------------------------------------------------------------
 

@@ -233,6 +233,34 @@ def history_delete(
     raise typer.Exit(delete(ctx.obj, conversation))
 
 
+@app.command("undo")
+def undo_command(
+    conversation: Annotated[
+        str | None,
+        typer.Option(
+            "--conversation",
+            metavar="ID",
+            help="The conversation (id or a unique prefix) [default: the latest].",
+            show_default=False,
+        ),
+    ] = None,
+    turns: Annotated[
+        int, typer.Option("--turns", metavar="N", min=1, help="How many turns to undo.")
+    ] = 1,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Restore even over files changed by hand since."),
+    ] = False,
+    db: Annotated[str | None, _DB] = None,
+) -> None:
+    """Undo the last turn: its messages, and the files its code changed, as they were.
+
+    Kernel state (variables, imports, processes) cannot be undone."""
+    from lmc.cli.undo import undo
+
+    raise typer.Exit(undo(db, conversation, turns, force=force))
+
+
 @app.command("models")
 def models_command() -> None:
     """List the GGUF models found locally and in the Hugging Face cache."""

@@ -354,4 +354,43 @@ def doctor(options: SharedOptions) -> int:
         for name, good, detail in gateway_lines(settings):
             line(name, good, detail)
             failures += name in ("gateway", "python") and not good
+    out.write("workspace\n")
+    for name, good, detail in workspace_lines(settings):
+        line(name, good, detail)
     return 1 if failures else 0
+
+
+def workspace_lines(settings: Any) -> list[tuple[str, bool, str]]:
+    """AGENTS.md files read, and whether checkpoints are on (and where they are kept)."""
+    from lmc.workspace.agents_md import read_agents
+
+    workdir = Path(settings.workdir or ".").expanduser().resolve()
+    doc = read_agents(workdir, settings.agents_md_max_bytes)
+    agents = (
+        ", ".join(str(p) for p in doc.paths)
+        or "none found (working directory up to the repository root)"
+    )
+    if doc.truncated:
+        agents += f" (cut at {settings.agents_md_max_bytes:,} bytes)"
+    lines = [("AGENTS.md", True, agents)]
+    git = shutil.which("git")
+    if not settings.checkpoints:
+        lines.append(("checkpoints", True, "off (checkpoints = false)"))
+    elif git is None:
+        lines.append(
+            (
+                "checkpoints",
+                False,
+                "git is not installed: no checkpoints, undo removes only messages",
+            )
+        )
+    else:
+        cap = settings.checkpoint_max_file_size
+        lines.append(
+            (
+                "checkpoints",
+                True,
+                f"on: in {data_dir() / 'checkpoints'} (files over {cap:,} bytes left out)",
+            )
+        )
+    return lines

@@ -310,7 +310,16 @@ def open_session(options: SharedOptions) -> Session | int:
         return EXIT_USAGE
     except LmcError as exc:
         return report(exc, verbose=verbose)
+    if settings.verbose:  # on stderr, like the context line: stdout stays the answer
+        sys.stderr.write(f"lmc: {agents_md_line(interpreter.agents_md().paths)}\n")
     return Session(settings, output, interpreter, conversation_id)
+
+
+def agents_md_line(paths: tuple[Any, ...]) -> str:
+    """Which AGENTS.md files brief the model (``--verbose``, ``lmc doctor``)."""
+    if not paths:
+        return "AGENTS.md: none found from the working directory up to the repository root"
+    return "AGENTS.md read: " + ", ".join(str(p) for p in paths)
 
 
 @dataclass

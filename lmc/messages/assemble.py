@@ -16,7 +16,7 @@ from lmc.messages.schema import Chunk, Message, validate_chunk, validate_message
 
 __all__ = ["MessageAssembler", "assemble", "messages_from_json", "messages_to_json"]
 
-_UNMERGED_TYPES = frozenset({"image", "audio"})
+_UNMERGED_TYPES = frozenset({"image", "audio", "files"})
 
 
 class MessageAssembler:

@@ -48,6 +48,9 @@ FORMATS_BY_TYPE: Final[Mapping[str, tuple[str | None, ...]]] = {
     "confirmation": ("execution",),
     # lmc's extension: a call to an MCP tool; its format is "SERVER.TOOL" (see TOOL_CALL_FORMAT).
     "tool_call": (),
+    # lmc's extension: the files a code block changed, as a list of
+    # {"path", "change" ("added"|"deleted"|"modified"), "added", "removed"} (lines; null: binary).
+    "files": ("changes",),
 }
 
 #: The format of a ``tool_call``: the server's name and the tool's, joined by a dot.
@@ -87,12 +90,27 @@ def _check_content(obj: Mapping[str, Any], what: str) -> None:
         if not isinstance(content, Mapping) or not isinstance(content.get("content"), str):
             raise MessageError(f"an LMC confirmation {what} needs the code block as its content")
         return
+    if obj["type"] == "files":
+        _check_file_changes(content, what)
+        return
     if obj.get("format") == "active_line":
         if content is not None and not isinstance(content, str):
             raise MessageError("an active_line chunk's content is a line number string or null")
         return
     if not isinstance(content, str):
         raise MessageError(f"an LMC {what}'s content must be a string")
+
+
+def _check_file_changes(content: object, what: str) -> None:
+    if not isinstance(content, list) or not all(
+        isinstance(item, Mapping)
+        and isinstance(item.get("path"), str)
+        and item.get("change") in ("added", "deleted", "modified")
+        for item in content
+    ):
+        raise MessageError(
+            f"an LMC files {what}'s content is a list of {{path, change, added, removed}}"
+        )
 
 
 def validate_chunk(chunk: object) -> Chunk:

@@ -60,6 +60,8 @@ class BlockRenderer:
             self._feed_console(fmt, chunk)
         elif kind == "image" and "content" in chunk:
             self.on_image(str(fmt), str(chunk["content"]))
+        elif kind == "files" and isinstance(chunk.get("content"), list):
+            self.on_files(file_lines(chunk["content"]))
 
     def close(self) -> None:
         self._close_open()
@@ -166,3 +168,13 @@ class BlockRenderer:
 
     def on_html(self, content: str) -> None:
         """An HTML document the code produced."""
+
+    def on_files(self, lines: list[str]) -> None:
+        """The files the block changed, one line each (``modified  a.py  +3 -1``)."""
+
+
+def file_lines(content: list[Any]) -> list[str]:
+    """A ``files`` chunk's content as the lines the renderers show."""
+    from lmc.workspace.changes import changes_from_content, describe_changes
+
+    return describe_changes(changes_from_content(content))

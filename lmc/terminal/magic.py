@@ -1,5 +1,5 @@
-"""The chat's %commands: %reset, %undo, %save, %load, %tokens, %verbose, %auto_run,
-%approvals, %reasoning, %export, %sandbox, %network, %mcp, %help.
+"""The chat's %commands: %reset, %undo, %diff, %checkpoints, %compact, %save, %load, %tokens,
+%verbose, %auto_run, %approvals, %reasoning, %export, %sandbox, %network, %mcp, %help.
 
 Each command is a small function of the chat's state; unknown commands show the help. A switch
 typed alone shows its state in the words it takes (``network: off``) and changes nothing; a
@@ -22,7 +22,11 @@ __all__ = ["HELP", "ChatState", "is_magic", "run_magic"]
 
 HELP = """\
 %reset                 start a new conversation
-%undo                  remove the last message you sent and everything after it
+%undo [N] [--force]    undo the last turn (or N): its messages and the files its code
+                       changed (--force: even over files you changed by hand since)
+%diff                  the full diff of the last turn that changed files
+%checkpoints           the turns whose files %undo can restore
+%compact               summarise the older turns now, to free the model's context
 %save [path]           save the conversation as LMC JSON (default: lmc-<id>.json)
 %load [path]           load a conversation saved with %save (default: the newest lmc-*.json)
 %tokens                how much of the model's context the conversation uses
@@ -76,13 +80,36 @@ def _reset(state: ChatState, args: list[str]) -> None:
 
 
 def _undo(state: ChatState, args: list[str]) -> None:
-    before = len(state.interpreter.messages)
-    state.interpreter.undo()
-    removed = before - len(state.interpreter.messages)
-    if removed <= 0:
-        state.say("nothing to undo")
-    else:
-        state.say(f"removed the last exchange ({removed} message{'s' if removed != 1 else ''})")
+    force = "--force" in args
+    counts = [a for a in args if a != "--force"]
+    if len(counts) > 1 or (counts and not (counts[0].isdigit() and int(counts[0]) > 0)):
+        state.say("usage: %undo [N] [--force]")
+        return
+    state.interpreter.undo(int(counts[0]) if counts else 1, force=force)
+    report = getattr(state.interpreter, "last_undo", None)
+    state.say("\n".join(report.lines()) if report is not None else "undone")
+
+
+def _diff(state: ChatState, args: list[str]) -> None:
+    patch = state.interpreter.diff()
+    state.say(patch.rstrip("\n") if patch else "no turn of this conversation changed files")
+
+
+def _checkpoints(state: ChatState, args: list[str]) -> None:
+    turns = state.interpreter.checkpoints()
+    if not turns:
+        state.say("no checkpoints yet: they are taken before the model's code runs")
+        return
+    lines = ["turns whose files can be restored (%undo N goes back to before turn N):"]
+    for turn in turns:
+        files = f"{turn.changes} file{'s' if turn.changes != 1 else ''} changed"
+        prompt = turn.prompt if len(turn.prompt) <= 60 else turn.prompt[:59] + "…"
+        lines.append(f"  {turn.turns_back:>3}  {files:<18} {prompt}")
+    state.say("\n".join(lines))
+
+
+def _compact(state: ChatState, args: list[str]) -> None:
+    state.say(state.interpreter.compact())
 
 
 def _save(state: ChatState, args: list[str]) -> None:
@@ -251,6 +278,9 @@ def _help(state: ChatState, args: list[str]) -> None:
 _COMMANDS: dict[str, Callable[[ChatState, list[str]], None]] = {
     "reset": _reset,
     "undo": _undo,
+    "diff": _diff,
+    "checkpoints": _checkpoints,
+    "compact": _compact,
     "save": _save,
     "load": _load,
     "tokens": _tokens,

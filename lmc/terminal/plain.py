@@ -141,6 +141,9 @@ class PlainRenderer(BlockRenderer):
         opened = self.open_html is not None and bool(self.open_html(path))
         self._note(f"[HTML saved to {path}{' and opened in your browser' if opened else ''}]")
 
+    def on_files(self, lines: list[str]) -> None:
+        self._note("\n".join(["files changed:", *(f"  {line}" for line in lines)]))
+
     # -- the extras the CLI and the confirmer use ------------------------------------------
     def waiting(self, text: str = "thinking…") -> None:
         """Plain output shows no spinner."""

@@ -392,6 +392,12 @@ class RichRenderer(BlockRenderer):
 
         self._later(show)
 
+    def on_files(self, lines: list[str]) -> None:
+        text = Text("files changed", style="cyan")
+        for line in lines:
+            text.append("\n  " + line, style="red" if line.startswith("deleted") else "cyan")
+        self._later(lambda: self.console.print(text, soft_wrap=True))
+
     def on_html(self, content: str) -> None:
         if self.artifacts is None:
             return

@@ -127,7 +127,10 @@ def test_every_seed_format_is_accepted() -> None:
             if kind == "confirmation":
                 validate_chunk(confirmation_chunk("python", "1"))
                 continue
-            chunk = {"role": "computer", "type": kind, "content": "1"}
+            content: object = "1"
+            if kind == "files":  # lmc's own: a list of changed files
+                content = [{"path": "a.py", "change": "modified", "added": 1, "removed": 0}]
+            chunk = {"role": "computer", "type": kind, "content": content}
             if fmt is not None:
                 chunk["format"] = fmt
             assert validate_chunk(chunk) == chunk
@@ -137,6 +140,14 @@ def test_every_seed_format_is_accepted() -> None:
     }  # fmt: skip
     known = {f for formats in FORMATS_BY_TYPE.values() for f in formats}
     assert seed_formats <= known
+
+
+def test_a_files_chunk_carries_a_list_of_changes() -> None:
+    for bad in ("a.py +1 -0", [{"path": "a.py", "change": "renamed"}], [{"change": "added"}]):
+        with pytest.raises(MessageError, match=r"list of \{path, change, added, removed\}"):
+            validate_chunk(
+                {"role": "computer", "type": "files", "format": "changes", "content": bad}
+            )
 
 
 def test_stored_messages_carry_no_flags() -> None:

@@ -66,7 +66,7 @@ def test_undo_tokens_auto_run_verbose(state: tuple[ChatState, list[str]]) -> Non
     assert said[-2].startswith("context: ") and "of 16384 tokens used" in said[-2]
     assert said[-1].startswith("context size: 16,384 tokens: lmc tiny gpt-oss's trained context")
     run_magic("%undo", chat)
-    assert said[-1] == "removed the last exchange (2 messages)"
+    assert said[-1] == "undid the last turn: removed 2 messages"  # no code ran: no files
     run_magic("%undo", chat)
     assert said[-1] == "nothing to undo"
     run_magic("%auto_run on", chat)

@@ -84,7 +84,7 @@ def test_chat_confirm_decline_run_interrupt_magic_and_quit(chat: tuple[Pane, Pat
     # %undo drops the interrupted exchange; %tokens reports the context.
     mark = pane.mark()
     pane.type_line("%undo")
-    pane.wait_for(r"removed the last exchange", after=mark)
+    pane.wait_for(r"undid the last turn: removed 3 messages", after=mark)
     pane.type_line("%tokens")
     # The default context is the tiny model's trained context, with the reason for it.
     pane.wait_for(r"context: \d+ of 16384 tokens used", after=mark)

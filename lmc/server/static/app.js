@@ -174,6 +174,13 @@
     scroll();
   }
 
+  function files(changes) {
+    // the files a block changed: one line each, "modified  a.py  +3 -1"
+    const line = (c) => `  ${c.change}  ${c.path}  ${c.added === null ? "binary" : `+${c.added} -${c.removed}`}`;
+    add("note files").textContent = ["files changed", ...changes.map(line)].join("\n");
+    scroll();
+  }
+
   function htmlOutput(html) {
     const frame = document.createElement("iframe");
     frame.className = "html";
@@ -214,6 +221,7 @@
     }
     if (chunk.role === "server") return server(chunk);
     if (busy && statusLine.textContent.startsWith("queued")) status("");
+    if (chunk.type === "files") return chunk.start || chunk.end ? undefined : files(chunk.content);
     if (chunk.start) return begin(chunk);
     if (chunk.end) return finish(chunk);
     content(chunk);
@@ -341,6 +349,7 @@
     for (const message of messages) {
       if (message.role === "user" && message.type === "message") { add("user").textContent = message.content; continue; }
       if (message.role === "computer" && message.type === "confirmation") continue;
+      if (message.type === "files") { files(message.content); continue; }
       const chunk = { role: message.role, type: message.type, format: message.format };
       if (message.type === "image" || (message.role === "computer" && message.type === "code")) {
         content({ ...chunk, content: message.content });

@@ -1,0 +1,392 @@
+"""Snapshots of a working directory in a shadow git repository in lmc's data directory.
+
+Every command is git plumbing run as ``git --git-dir=SHADOW --work-tree=WORKDIR`` with the
+shadow's own index, so the project's own ``.git`` (its refs, index, HEAD, stash) is never
+written; git still honours the project's ``.gitignore`` files, and the project's
+``.git/info/exclude`` is copied into the shadow's. A snapshot is ``add -A``, ``write-tree``
+and ``commit-tree``: unchanged files are not read again (git's index keeps their stat data),
+so a snapshot of a typical project takes milliseconds (scripts/bench_checkpoints.py).
+
+Git records only a file's executable bit; the other permission bits (a 0600 secret, a
+0664 file) go into the commit message as JSON, so a restore is exact in bytes and modes.
+Files over the size cap are left out (and said so); a directory with more files than the
+file cap is refused rather than walked for seconds on every block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from lmc.errors import WorkspaceError
+from lmc.paths import data_dir, private_dir
+from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
+
+__all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_FILE_BYTES", "ShadowRepo", "Snapshot"]
+
+_TIMEOUT: Final = 120.0
+_CONFIG: Final = (
+    "-c", "core.autocrlf=false", "-c", "core.fileMode=true", "-c", "core.symlinks=true",
+    "-c", "core.quotePath=false", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+    "-c", "gc.auto=0", "-c", "advice.addEmbeddedRepo=false", "-c", "core.safecrlf=false",
+    "-c", "core.untrackedCache=true", "-c", "index.version=4",
+)  # fmt: skip
+_IDENTITY: Final = {
+    "GIT_AUTHOR_NAME": "lmc",
+    "GIT_AUTHOR_EMAIL": "lmc@localhost",
+    "GIT_COMMITTER_NAME": "lmc",
+    "GIT_COMMITTER_EMAIL": "lmc@localhost",
+}
+_HEAD_REF: Final = "refs/lmc/head"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One state of the working directory: a commit in the shadow repository."""
+
+    commit: str
+    tree: str
+    #: Files left out for their size (relative paths).
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Listing:
+    paths: list[str] = field(default_factory=list)
+    large: list[str] = field(default_factory=list)
+    modes: dict[str, int] = field(default_factory=dict)  # permission bits git does not keep
+
+
+def _encode(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
+
+
+def _exclude_line(path: str) -> str:
+    """An anchored .gitignore pattern matching exactly ``path``."""
+    return "/" + "".join("\\" + c if c in "*?[]\\!# " else c for c in path)
+
+
+def _default_perm(exec_bit: bool) -> int:
+    return 0o755 if exec_bit else 0o644
+
+
+class ShadowRepo:
+    """The shadow repository of one working directory (created on first use)."""
+
+    def __init__(
+        self,
+        workdir: str | Path,
+        root: str | Path | None = None,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_files: int = DEFAULT_MAX_FILES,
+        exclude: Sequence[str | Path] = (),
+    ) -> None:
+        self.workdir = Path(workdir).expanduser().resolve()
+        key = hashlib.sha256(str(self.workdir).encode("utf-8", "surrogateescape")).hexdigest()
+        base = Path(root) if root is not None else data_dir() / "checkpoints"
+        self.git_dir = base / key[:16]
+        self.max_file_bytes = max_file_bytes
+        self.max_files = max_files
+        # lmc's own files when they are in the working directory (the conversation database,
+        # this store): never snapshotted, never restored.
+        own = [self.git_dir.parent, *(Path(p).expanduser().resolve() for p in exclude)]
+        self._own = sorted({p.relative_to(self.workdir).as_posix() for p in own
+                            if p != self.workdir and self.workdir in p.parents})  # fmt: skip
+        self._ready = False
+        self._init_lock = threading.Lock()
+        self._last: tuple[str, str, Snapshot] | None = None  # (tree, modes json, snapshot)
+
+    # -- git ---------------------------------------------------------------------------------
+
+    def _env(self, index: Path | None = None, *, bare: bool = False) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update(_IDENTITY)
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
+        if not bare:
+            env["GIT_DIR"] = str(self.git_dir)
+            env["GIT_WORK_TREE"] = str(self.workdir)
+            env["GIT_INDEX_FILE"] = str(index or self.git_dir / "index")
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        return env
+
+    def git(
+        self,
+        *args: str,
+        data: bytes | None = None,
+        index: Path | None = None,
+        ok: Sequence[int] = (0,),
+        bare: bool = False,
+    ) -> bytes:
+        """Run one git command on the shadow repository; its stdout."""
+        try:
+            done = subprocess.run(
+                ["git", *_CONFIG, *args],
+                input=data,
+                capture_output=True,
+                cwd=self.workdir,
+                env=self._env(index, bare=bare),
+                timeout=_TIMEOUT,
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise WorkspaceError(
+                "checkpoints need git, and it is not installed",
+                hint="install git, or turn checkpoints off (checkpoints = false)",
+            ) from exc
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise WorkspaceError(f"git {args[0]} failed: {exc}") from exc
+        if done.returncode not in ok:
+            text = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise WorkspaceError(f"git {args[0]} failed: {text[-1] if text else done.returncode}")
+        return done.stdout
+
+    def _ensure(self) -> None:
+        with self._init_lock:  # a background snapshot may be starting too
+            self._create()
+
+    def _create(self) -> None:
+        if self._ready:
+            return
+        if not self.workdir.is_dir():
+            raise WorkspaceError(f"the working directory {self.workdir} does not exist")
+        try:
+            private_dir(self.git_dir.parent)
+            if not (self.git_dir / "HEAD").exists():
+                self.git("init", "--bare", "-q", str(self.git_dir), bare=True)
+            (self.git_dir / "lmc-workdir").write_text(str(self.workdir) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot create the checkpoint store {self.git_dir}: {exc}"
+            ) from exc
+        self._ready = True
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One lmc at a time works on this shadow repository (two chats in one folder)."""
+        self._ensure()
+        with (self.git_dir / "lmc.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    # -- snapshots ---------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Record the working directory's files now; the same state gives the same commit."""
+        with self._locked():
+            listing = self._list()
+            self._write_excludes()
+            if listing.large:
+                data = b"\0".join(_encode(p) for p in listing.large)
+                self.git("update-index", "--force-remove", "-z", "--stdin", data=data)
+            # Large files are excluded by pathspec, so git never reads them.
+            specs = [b".", *(b":(exclude,literal)" + _encode(p) for p in listing.large)]
+            self.git(
+                "add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
+                data=b"\0".join(specs), ok=(0, 1),
+            )  # fmt: skip
+            tree = self.git("write-tree").decode().strip()
+            modes = json.dumps(listing.modes, sort_keys=True)
+            if self._last is not None and self._last[:2] == (tree, modes):
+                return self._last[2]
+            commit = self._commit(tree, modes)
+            snap = Snapshot(commit, tree, tuple(listing.large))
+            self._last = (tree, modes, snap)
+            return snap
+
+    def _commit(self, tree: str, modes: str) -> str:
+        # Each snapshot's parent is the one before, so one ref keeps them all (git's own
+        # update-ref would cost a process per snapshot: the loose ref is written directly).
+        ref = self.git_dir / _HEAD_REF
+        try:
+            parent = ref.read_text(encoding="ascii").strip()
+        except OSError:
+            parent = ""
+        args = ["commit-tree", tree, "--no-gpg-sign", "-F", "-"]
+        if parent:
+            args += ["-p", parent]
+        message = f"lmc snapshot of {self.workdir}\n\n{modes}\n".encode("utf-8", "surrogateescape")
+        commit = self.git(*args, data=message).decode().strip()
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        partial = ref.with_name(ref.name + ".lock")
+        partial.write_text(commit + "\n", encoding="ascii")
+        partial.replace(ref)
+        return commit
+
+    def _list(self) -> _Listing:
+        """The files a snapshot takes (tracked or not ignored), with sizes checked."""
+        listing = _Listing()
+        for raw in self._ls_files():
+            path = raw.decode("utf-8", "surrogateescape")
+            try:
+                info = os.lstat(self.workdir / path)
+            except OSError:
+                listing.paths.append(path)  # deleted since: add -A records that
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                listing.paths.append(path)
+                continue
+            if info.st_size > self.max_file_bytes:
+                listing.large.append(path)
+                continue
+            listing.paths.append(path)
+            perm = stat.S_IMODE(info.st_mode)
+            if perm != _default_perm(bool(perm & 0o100)):
+                listing.modes[path] = perm
+        return listing
+
+    def _ls_files(self) -> list[bytes]:
+        """``git ls-files`` streamed, stopped as soon as there are too many files."""
+        command = ["git", *_CONFIG, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        try:
+            process = subprocess.Popen(
+                command,
+                cwd=self.workdir,
+                env=self._env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            raise WorkspaceError(f"git ls-files failed: {exc}") from exc
+        assert process.stdout is not None
+        data = bytearray()
+        try:
+            while chunk := process.stdout.read(65536):
+                data += chunk
+                if data.count(0) > self.max_files:
+                    raise WorkspaceError(
+                        f"{self.workdir} has more than {self.max_files:,} files: checkpoints "
+                        "are off here",
+                        hint="raise checkpoint_max_files, add a .gitignore, or work in a "
+                        "smaller folder",
+                    )
+        finally:
+            process.stdout.close()
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+        return [p for p in bytes(data).split(b"\0") if p]
+
+    def _write_excludes(self) -> None:
+        """The shadow's info/exclude: the project's own, and lmc's own files."""
+        project = self.workdir / ".git" / "info" / "exclude"
+        text = ""
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            text = project.read_text(encoding="utf-8")
+        text = "\n".join([text.rstrip("\n"), *(_exclude_line(p) for p in self._own)]) + "\n"
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        target = info / "exclude"
+        with contextlib.suppress(OSError):
+            if target.read_text(encoding="utf-8") == text:
+                return
+        target.write_text(text, encoding="utf-8")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def modes(self, commit: str) -> dict[str, int]:
+        """The permission bits the snapshot ``commit`` recorded beyond git's own."""
+        text = self.git("cat-file", "commit", commit).decode("utf-8", "surrogateescape")
+        body = text.split("\n\n", 1)[1] if "\n\n" in text else ""
+        for line in reversed(body.splitlines()):
+            if line.startswith("{"):
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    break
+                return {str(k): int(v) for k, v in data.items()}
+        return {}
+
+    def resolve(self, commit: str) -> str:
+        """The tree of a snapshot commit."""
+        return self.git("rev-parse", f"{commit}^{{tree}}").decode().strip()
+
+    # -- restoring ---------------------------------------------------------------------------
+
+    def restore(self, target: str, current: Snapshot) -> list[str]:
+        """Make the working directory's files what snapshot ``target`` recorded (files that
+        snapshot did not take, such as ignored ones, are left alone); returns the paths
+        written or removed."""
+        with self._locked():
+            raw = self.git("diff-tree", "-r", "-z", "--no-renames", current.commit, target).split(
+                b"\0"
+            )
+            removed, written = _restore_plan(raw)
+            for path in removed:
+                self._remove(path)
+            if written:
+                index = self.git_dir / "restore-index"
+                self.git("read-tree", target, index=index)
+                data = b"\0".join(_encode(p) for p in written)
+                self.git("checkout-index", "-f", "-z", "--stdin", data=data, index=index)
+                with contextlib.suppress(OSError):
+                    index.unlink()
+            wanted, had = self.modes(target), self.modes(current.commit)
+            rechmod = {p for p in {*wanted, *had} if wanted.get(p) != had.get(p)}
+            rechmod -= set(removed) - set(written)
+            self._set_modes(wanted, [*written, *sorted(rechmod)])
+            self._last = None
+            return sorted({*removed, *written, *rechmod})
+
+    def _remove(self, path: str) -> None:
+        full = self.workdir / path
+        with contextlib.suppress(FileNotFoundError):
+            if full.is_dir() and not full.is_symlink():
+                return  # an embedded repository: not ours to delete
+            full.unlink()
+        parent = full.parent
+        while parent != self.workdir and self.workdir in parent.parents:
+            try:
+                parent.rmdir()  # only when empty
+            except OSError:
+                break
+            parent = parent.parent
+
+    def _set_modes(self, recorded: dict[str, int], paths: Sequence[str]) -> None:
+        for path in paths:
+            full = self.workdir / path
+            try:
+                info = os.lstat(full)
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            wanted = recorded.get(path)
+            if wanted is None:
+                wanted = _default_perm(bool(info.st_mode & 0o100))
+            if stat.S_IMODE(info.st_mode) != wanted:
+                full.chmod(wanted)
+
+
+def _restore_plan(raw: list[bytes]) -> tuple[list[str], list[str]]:
+    """(paths to remove, paths to write) from ``diff-tree -r -z`` current -> target."""
+    removed: list[str] = []
+    written: list[str] = []
+    items = iter(raw)
+    for header in items:
+        if not header.startswith(b":"):
+            continue
+        path = next(items, b"").decode("utf-8", "surrogateescape")
+        fields = header[1:].split()
+        status = fields[4][:1] if len(fields) > 4 else b"M"
+        new_mode = fields[1] if len(fields) > 1 else b""
+        if status == b"D" or new_mode == b"000000":
+            removed.append(path)
+        else:
+            if status == b"T":
+                removed.append(path)  # a file became a link (or back): write it anew
+            written.append(path)
+    return removed, written

@@ -1,0 +1,122 @@
+"""Snapshots in the shadow repository against real git and real files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.workspace_testing import files_of, git, git_state
+
+from lmc.errors import WorkspaceError
+from lmc.workspace.changes import FileChange, changes_between, patch_between
+from lmc.workspace.shadow import ShadowRepo
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "a.txt").write_text("one\ntwo\n")
+    (root / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "secret").write_text("key\n")
+    (root / "secret").chmod(0o600)
+    (root / ".gitignore").write_text("*.log\nbuild/\n")
+    (root / "debug.log").write_text("noise\n")
+    (root / "src").mkdir()
+    (root / "src" / "m.py").write_text("x = 1\n")
+    (root / "link").symlink_to("a.txt")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    (root / "a.txt").write_text("one\ntwo\nstaged\n")
+    git(root, "add", "a.txt")  # something in the project's index
+    git(root, "stash", "-q")  # and a stash
+    return root
+
+
+def test_restore_is_byte_exact_with_modes_and_leaves_git_and_ignored_files(
+    project: Path, tmp_path: Path
+) -> None:
+    repo = ShadowRepo(project, tmp_path / "shadow")
+    before_files, before_git = files_of(project), git_state(project)
+    before = repo.snapshot()
+    (project / "a.txt").write_text("one\nTWO\nthree\n")
+    (project / "secret").unlink()
+    (project / "run.sh").chmod(0o644)
+    (project / "src" / "m.py").chmod(0o640)
+    (project / "new" / "deep").mkdir(parents=True)
+    (project / "new" / "deep" / "n.bin").write_bytes(bytes(range(256)))
+    (project / "link").unlink()
+    (project / "link").symlink_to("src")
+    (project / "debug.log").write_text("changed, but ignored\n")
+    after = repo.snapshot()
+    assert changes_between(repo, before.commit, after.commit) == [
+        FileChange("a.txt", "modified", 2, 1),
+        FileChange("link", "modified", 1, 1),
+        FileChange("new/deep/n.bin", "added", None, None),
+        FileChange("run.sh", "modified", 0, 0),
+        FileChange("secret", "deleted", 0, 1),
+    ]
+    assert "+TWO" in patch_between(repo, before.commit, after.commit)
+    restored = repo.restore(before.commit, after)
+    assert "new/deep/n.bin" in restored and "src/m.py" in restored
+    now = files_of(project)
+    assert now.pop("debug.log")[0] == b"changed, but ignored\n"  # ignored: not ours
+    assert now == {k: v for k, v in before_files.items() if k != "debug.log"}
+    assert not (project / "new").exists()
+    assert git_state(project) == before_git
+    assert git(project, "stash", "list").count("\n") == 1
+
+
+def test_the_same_files_give_the_same_snapshot(project: Path, tmp_path: Path) -> None:
+    repo = ShadowRepo(project, tmp_path / "shadow")
+    first = repo.snapshot()
+    assert repo.snapshot() == first
+    again = ShadowRepo(project, tmp_path / "shadow").snapshot()  # a new process, same store
+    assert again.tree == first.tree
+
+
+def test_large_files_are_left_out_and_left_alone(project: Path, tmp_path: Path) -> None:
+    repo = ShadowRepo(project, tmp_path / "shadow", max_file_bytes=1000)
+    (project / "big.bin").write_bytes(b"x" * 5000)
+    before = repo.snapshot()
+    assert before.skipped == ("big.bin",)
+    (project / "big.bin").write_bytes(b"y" * 5000)
+    (project / "a.txt").write_text("changed\n")
+    after = repo.snapshot()
+    assert [c.path for c in changes_between(repo, before.commit, after.commit)] == ["a.txt"]
+    repo.restore(before.commit, after)
+    assert (project / "big.bin").read_bytes() == b"y" * 5000
+    assert (project / "a.txt").read_text() == "one\ntwo\n"
+
+
+def test_a_file_that_grows_past_the_cap_leaves_the_snapshot(project: Path, tmp_path: Path) -> None:
+    repo = ShadowRepo(project, tmp_path / "shadow", max_file_bytes=1000)
+    first = repo.snapshot()
+    (project / "a.txt").write_bytes(b"z" * 4000)
+    second = repo.snapshot()
+    assert "a.txt" in second.skipped
+    assert [c.path for c in changes_between(repo, first.commit, second.commit)] == ["a.txt"]
+
+
+def test_too_many_files_is_one_clear_error(tmp_path: Path) -> None:
+    work = tmp_path / "many"
+    work.mkdir()
+    for i in range(30):
+        (work / f"f{i}").write_text(str(i))
+    with pytest.raises(WorkspaceError, match="more than 20 files: checkpoints are off here"):
+        ShadowRepo(work, tmp_path / "shadow", max_files=20).snapshot()
+
+
+def test_a_missing_workdir_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="does not exist"):
+        ShadowRepo(tmp_path / "gone", tmp_path / "shadow").snapshot()
+
+
+def test_no_git_is_one_clear_error(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(WorkspaceError, match="checkpoints need git"):
+        ShadowRepo(project, tmp_path / "shadow").snapshot()
