@@ -271,7 +271,13 @@ class Settings:
         help="Layers to offload to the GPU (-1: all) [default: all when there is a GPU].",
     )
     max_steps: int = option(
-        20, kind="int", minimum=1, help="Most model requests in one turn (code runs between)."
+        20,
+        kind="int",
+        minimum=1,
+        flags=("--max-steps",),
+        metavar="N",
+        panel=SESSION,
+        help="Tool calls the model may make for one message before lmc stops it.",
     )
     output_limit: int = option(
         6_000,
@@ -411,6 +417,26 @@ class Settings:
         kind="bool",
         section=("browser", "allow_private"),
         help="Let the browser open pages on private and loopback addresses.",
+    )
+    #: Approval rules kept in the config (lmc.agent.approvals): a language, a tool or a
+    #: command prefix whose blocks run without asking (never with more sandbox rights).
+    approve_allow: tuple[str, ...] = option(
+        (),
+        kind="paths",  # a list; from a variable split on ":" only, so "git status" stays whole
+        section=("approve", "allow"),
+        help="Rules that approve blocks without asking: a language (python), a tool "
+        "(SERVER.TOOL) or a command prefix (git status).",
+    )
+    #: The interpreter whose environment runs the python kernel (None: lmc's own).
+    python: str | None = option(
+        None,
+        kind="path",
+        flags=("--python",),
+        metavar="PATH",
+        help="Run the python kernel with this interpreter (a venv's or conda env's python "
+        "with ipykernel), so your own packages are there [default: lmc's].",
+        panel=SESSION,
+        commands=RUNS_AND_DOCTOR,
     )
     #: Snapshots of the working directory around each block (lmc.workspace, issue 21).
     checkpoints: bool = option(

@@ -10,8 +10,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1] / "lmc"
 
 #: Lowest first. A package may import from its own layer's other packages (without a
@@ -30,13 +28,6 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"__main__"}),
 )
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
-
-#: Known circles another branch removes (the "terminal" work on issue 22 merges one
-#: confirmation path and breaks agent/loop.py <-> agent/tool_calls.py). Listed here only
-#: until that merge: then delete the entry, and the strict xfail below reminds whoever forgets.
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
-    {frozenset({"lmc.agent.loop", "lmc.agent.tool_calls"})}
-)
 
 
 @functools.cache
@@ -137,11 +128,6 @@ def test_no_circle_between_packages() -> None:
     assert cycles(packages) == []
 
 
-def test_no_circle_between_modules_but_the_known_one() -> None:
-    assert [c for c in cycles(import_graph()) if c not in KNOWN_CYCLES] == []
-
-
-@pytest.mark.xfail(strict=True, reason="agent/loop.py <-> agent/tool_calls.py: until merged")
 def test_no_circle_between_modules_at_all() -> None:
     assert cycles(import_graph()) == []
 

@@ -170,7 +170,7 @@ class Compactor:
         covers = _split_point(transcript, start, counts, max((size - reserve - prefix) // 2, 0))
         if covers is None or covers <= start:
             return False
-        yield from loop._notice(
+        yield from loop.notice(
             f"The conversation takes {used:,} of the model's {size:,} tokens: lmc asks the "
             f"model, in a request of its own, to summarise messages {start + 1}-{covers}."
         )
@@ -183,7 +183,7 @@ class Compactor:
         else:
             problem = "the model wrote no final answer"
         if not summary:
-            yield from loop._notice(f"The summary failed ({problem}).")
+            yield from loop.notice(f"The summary failed ({problem}).")
             return False
         note = (
             f"Summary of messages {start + 1}-{covers}, which the model now sees instead of "

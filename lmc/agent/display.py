@@ -3,16 +3,54 @@
 The terminal builds a rich renderer; anything with ``feed(chunk)`` and ``close()`` will do
 (:class:`Renderer`). A renderer that also has ``confirm(block)`` is asked before code runs
 when ``auto_run`` is off and no ``confirm`` callable was given to ``chat``.
+
+Questions go to the controlling terminal (:func:`open_terminal`, ``/dev/tty``), never to
+standard input or output: the chunks may be going to a file, and standard input belongs to the
+program (it is never read, so never closed, here). The CLI asks through the same function.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import sys
-from typing import Any, Protocol, TextIO, runtime_checkable
+from typing import Any, Protocol, TextIO, cast, runtime_checkable
 
+from lmc.agent.approvals import Answer, Declined
 from lmc.messages import Chunk
 
-__all__ = ["PlainRenderer", "Renderer"]
+__all__ = ["PlainRenderer", "Renderer", "open_terminal", "terminal_stream"]
+
+
+def open_terminal() -> TextIO | None:
+    """The controlling terminal for a question, or None when there is none to ask.
+
+    There is one when a standard stream (input or error) is a terminal and ``/dev/tty``
+    opens: under cron, CI or ``setsid`` there is none, whatever standard output is.
+    """
+    if not any(_isatty(stream) for stream in (sys.stdin, sys.stderr)):
+        return None
+    try:
+        fd = os.open(os.ctermid(), os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return None
+    return terminal_stream(fd)
+
+
+def terminal_stream(fd: int) -> TextIO:
+    """A text stream that reads and writes the terminal ``fd`` (and closes it when closed)."""
+    # A terminal cannot seek, so "r+" (a BufferedRandom) is refused: read and write apart.
+    pair = io.BufferedRWPair(io.FileIO(fd, "r", closefd=False), io.FileIO(fd, "w"))
+    buffer = cast("io.BufferedRandom", pair)  # the reading and writing TextIOWrapper needs
+    return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace", line_buffering=True)
+
+
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # closed
+        return False
 
 
 @runtime_checkable
@@ -35,7 +73,7 @@ class PlainRenderer:
         ask: TextIO | None = None,
     ) -> None:
         self._out = out if out is not None else sys.stdout
-        self._ask = ask if ask is not None else sys.stdin
+        self._ask = ask  # None: the controlling terminal, opened when there is a question
         self._show_reasoning = show_reasoning
         self._last = "\n"  # the last character written
 
@@ -74,18 +112,28 @@ class PlainRenderer:
         elif isinstance(content, str) and chunk.get("format") not in ("active_line", "progress"):
             self._write(content)
 
-    def confirm(self, block: dict[str, Any]) -> bool:
-        """Ask on the terminal; without one, nothing runs."""
-        if not self._ask.isatty():
+    def confirm(self, block: dict[str, Any]) -> Answer:
+        """Ask on the terminal (y, or n and a reason); without one, nothing runs."""
+        terminal = self._ask if self._ask is not None else open_terminal()
+        if terminal is None or not _isatty(terminal):
             self._write("(not run: confirmation is on and there is no terminal to ask)\n")
             return False
-        self._line_break()
-        if block.get("type") == "tool_call":  # an MCP tool: its arguments, not code
-            self._write(f"Call the tool {block.get('format')}? [y/N] ")
-        else:
-            self._write(f"Run this {block.get('format', 'code')} code? [y/N] ")
-        answer = self._ask.readline().strip().lower()
-        return answer in ("y", "yes")
+        try:
+            self._line_break()
+            if block.get("type") == "tool_call":  # an MCP tool: its arguments, not code
+                question = f"Call the tool {block.get('format')}?"
+            else:
+                question = f"Run this {block.get('format', 'code')} code?"
+            terminal.write(f"{question} [y/N, or n and a reason] ")
+            terminal.flush()
+            answer = terminal.readline().strip()
+        finally:
+            if terminal is not self._ask:
+                terminal.close()
+        if answer.lower() in ("y", "yes"):
+            return True
+        word, _, reason = answer.partition(" ")
+        return Declined(reason.strip() if word.lower() in ("n", "no") else "")
 
     def close(self) -> None:
         self._line_break()

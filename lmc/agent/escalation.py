@@ -39,11 +39,11 @@ class _Loop(Protocol):
 
     def _computer(self) -> Any: ...
 
-    def _record(self, message: Message, harmony: str) -> int: ...
+    def record(self, message: Message, harmony: str) -> int: ...
 
-    def _record_run(self, target: ToolTarget, output: Any, told: str) -> None: ...
+    def record_run(self, target: ToolTarget, output: Any, told: str) -> None: ...
 
-    def _notice(self, text: str, harmony: str = "") -> Iterator[Chunk]: ...
+    def notice(self, text: str, harmony: str = "") -> Iterator[Chunk]: ...
 
     def _run(
         self,
@@ -85,14 +85,14 @@ def rerun_if_allowed(
     try:
         allowed = offer({"type": "code", "format": language, "content": code}, lacked)
     except BaseException:
-        loop._record_run(target, output, told)  # Ctrl-C while asking: the blocked run stands
+        loop.record_run(target, output, told)  # Ctrl-C while asking: the blocked run stands
         raise
     if not allowed:
         return False
     for message in output.finish():
-        loop._record(message, "")  # the person saw it; the model reads the re-run instead
+        loop.record(message, "")  # the person saw it; the model reads the re-run instead
     line = rerun_line(language, lacked)
-    yield from loop._notice(line)
+    yield from loop.notice(line)
     # The code again above its new output, so that a renderer shows the output as the code's
     # (console output after a note reads as lmc's words). The transcript holds it once.
     yield from _code_chunks(language, code)

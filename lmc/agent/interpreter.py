@@ -24,6 +24,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from lmc.agent.approvals import Answer
 from lmc.agent.checkpoints import Checkpointer, RewindReport
 from lmc.agent.compaction import Compactor
 from lmc.agent.display import PlainRenderer, Renderer
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Interpreter"]
 
-Confirm = Callable[[dict[str, Any]], "bool | str"]
+Confirm = Callable[[dict[str, Any]], Answer]
 
 #: Kernels started ahead of need (the model's two everyday tools): a shell block then runs
 #: without waiting for its kernel, and one never used costs only its memory until exit.
@@ -134,6 +135,7 @@ class Interpreter(WorkspaceMixin):
             "sandbox_env": s.sandbox_env,
             "sandbox_writable": s.sandbox_writable,
             "sandbox_limits": _limits(s),
+            "python": s.python,  # the person's own interpreter for the python kernel
         }
         if s.sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy
@@ -397,10 +399,13 @@ class Interpreter(WorkspaceMixin):
         self._usage = self.store.usage(self._conversation_id)
         stored = self.store.load_stored(self._conversation_id)
         self._loop.transcript.entries[:] = [Entry(s.message, s.harmony, s.meta) for s in stored]
-        note = result_for_dangling_call(self._loop.transcript.entries)
-        if note is not None:
-            self._loop.transcript.entries.append(note)
-            self._record(note)
+        from lmc.agent.resume import resume_note
+
+        entries = self._loop.transcript.entries
+        for note in (result_for_dangling_call(entries), resume_note(entries)):
+            if note is not None:
+                entries.append(note)
+                self._record(note)
 
     def _record(self, entry: Entry) -> None:
         if self._conversation_id is None:
@@ -509,7 +514,7 @@ class Interpreter(WorkspaceMixin):
                 raise LmcError("this Interpreter is already in a chat; one turn at a time") from exc
 
     def _decider(self, confirm: Confirm | None, stream: bool, renderer: Renderer | None) -> Decide:
-        def decide(block: dict[str, Any]) -> bool | str:
+        def decide(block: dict[str, Any]) -> Answer:
             if self.auto_run:
                 return True
             if confirm is not None:
@@ -518,7 +523,7 @@ class Interpreter(WorkspaceMixin):
                 return True  # the consumer asked for the next chunk: that is the consent
             ask = getattr(renderer, "confirm", None)
             if ask is not None:
-                answer: bool | str = ask(block)
+                answer: Answer = ask(block)
                 return answer
             return False  # nobody to ask: nothing runs
 

@@ -17,9 +17,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from lmc.agent.history import Entry, Transcript, tool_result_harmony, tool_result_text
+from lmc.agent.approvals import Answer, Decision, decision_of, refusal_text
+from lmc.agent.history import Entry, Transcript, tool_result_harmony
+from lmc.agent.run_output import (
+    PendingCall,
+    RunOutput,
+    console_chunks,
+    note_chunks,
+    note_message,
+    output_message,
+)
+from lmc.agent.tool_calls import TOOL_DECLINED, ExternalTools, run_tool_call
 from lmc.agent.tools import DECLINED, ToolCallError, ToolTarget, code_from_call, resolve_call
 from lmc.backends.base import Backend, Generation, SamplingSettings, StopReason
 from lmc.errors import ContextOverflowError, LmcError
@@ -40,14 +50,13 @@ from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
 if TYPE_CHECKING:
     from lmc.agent.compaction import Compactor
     from lmc.agent.escalation import OfferRerun
-    from lmc.agent.tool_calls import ExternalTools
-    from lmc.computer.output import BoundedOutput
 
 __all__ = ["BlockHooks", "ComputerLike", "Decide", "Loop", "LoopSettings"]
 
-#: Called with the code block ``{"type": "code", "format": LANG, "content": CODE}`` before it
-#: runs: True runs it, False declines, a string runs that (edited) code instead.
-Decide = Callable[[dict[str, Any]], "bool | str"]
+#: Called with the block ``{"type": "code", "format": LANG, "content": CODE}`` (or a
+#: ``tool_call``) before it runs: True runs it, False declines, ``Declined(reason)`` declines
+#: and tells the model why, a string runs that (edited) code instead.
+Decide = Callable[[dict[str, Any]], Answer]
 
 
 class BlockHooks(Protocol):
@@ -80,99 +89,26 @@ class LoopSettings:
     answer_reserve: int = 1024
 
 
-def _console(text: str) -> list[Chunk]:
-    return [
-        {"role": "computer", "type": "console", "start": True},
-        {"role": "computer", "type": "console", "format": "output", "content": text},
-        {"role": "computer", "type": "console", "end": True},
-    ]
-
-
-def _note(text: str) -> list[Chunk]:
-    return [
-        {"role": "computer", "type": "message", "start": True},
-        {"role": "computer", "type": "message", "content": text},
-        {"role": "computer", "type": "message", "end": True},
-    ]
-
-
-def _note_message(text: str) -> Message:
-    return {"role": "computer", "type": "message", "content": text}
-
-
-def _output_message(text: str) -> Message:
-    return {"role": "computer", "type": "console", "format": "output", "content": text}
-
-
-@dataclass(slots=True)
-class _Call:
-    """A message that ended in ``<|call|>``."""
-
-    header: Header
-    text: str  # the content as the model wrote it (raw code or JSON arguments)
-    entry: int | None  # index of its code entry; None when it showed nothing (unknown tool)
-    pending: str = ""  # Harmony text of the call not yet recorded (when it showed nothing)
-
-
 @dataclass(slots=True)
 class _Outcome:
-    call: _Call | None = None
+    call: PendingCall | None = None
     returned: bool = False
     stop_reason: StopReason | None = None
     problems: list[str] = field(default_factory=list)
 
 
-class _RunOutput:
-    """A run's computer chunks as history messages and as the text the model reads.
+#: How the note that ends a turn at the step limit begins (the chat offers to go on).
+STEP_LIMIT: Final = "Stopped at the step limit"
 
-    Memory stays bounded however much is printed: output text goes through
-    :class:`~lmc.computer.output.BoundedOutput` for the history and for the model.
-    """
 
-    def __init__(self, model_limit: int, history_limit: int) -> None:
-        from lmc.computer.output import BoundedOutput
-
-        self._history_limit = history_limit
-        self.for_model = BoundedOutput(model_limit)
-        self.messages: list[Message] = []
-        self._output: BoundedOutput | None = None
-        self._notes: list[str] = []
-
-    def add(self, chunk: Chunk) -> None:
-        if "content" not in chunk or chunk.get("format") == "active_line":
-            return
-        kind = chunk["type"]
-        if kind == "console" and chunk.get("format") == "output":
-            if self._output is None:
-                self._output = self._new_output()
-            self._output.add(chunk["content"])
-            self.for_model.add(chunk["content"])
-            return
-        self._close_output()
-        message = {k: v for k, v in chunk.items() if k not in ("start", "end")}
-        self.messages.append(message)
-        self.for_model.add(tool_result_text([message]))
-
-    def note(self, text: str) -> None:
-        """Output the loop adds itself (an interruption)."""
-        if self._output is None:
-            self._output = self._new_output()
-        self._output.add(text)
-        self.for_model.add(text)
-
-    def _new_output(self) -> BoundedOutput:
-        from lmc.computer.output import BoundedOutput
-
-        return BoundedOutput(self._history_limit)
-
-    def _close_output(self) -> None:
-        if self._output is not None:
-            self.messages.append(_output_message(self._output.text()))
-            self._output = None
-
-    def finish(self) -> list[Message]:
-        self._close_output()
-        return self.messages or [_output_message("")]
+def step_limit_note(calls: int) -> str:
+    """Why a turn stopped at the step limit, naming the limit and how to raise it."""
+    return (
+        f"{STEP_LIMIT}: {calls} tool call{'s' if calls != 1 else ''} in one "
+        "message (max_steps). "
+        "Say 'continue' to let the model go on, or raise the limit with --max-steps N "
+        "(config: max_steps)."
+    )
 
 
 class Loop:
@@ -202,6 +138,8 @@ class Loop:
         self._prefix = prefix
         self.settings = settings
         self._cancel = cancel
+        #: Set when the turn is to stop (Ctrl-C, Interpreter.cancel).
+        self.cancelled = cancel
         self._record_hook = record
         self._replace_hook = replace
         #: Oldest turns left out of the prompt to fit the context (kept stable so that the
@@ -227,26 +165,45 @@ class Loop:
 
     # -- recording ---------------------------------------------------------------------------
 
-    def _record(self, message: Message, harmony: str) -> int:
+    def record(self, message: Message, harmony: str) -> int:
         entry = Entry(message, harmony)
         self.transcript.entries.append(entry)
         self._record_hook(entry)
         return len(self.transcript.entries) - 1
 
-    def _notice(self, text: str, harmony: str = "") -> Iterator[Chunk]:
+    def notice(self, text: str, harmony: str = "") -> Iterator[Chunk]:
         """Tell the person something in lmc's own words (with ``harmony``, the model too).
 
         A computer ``message``, not console output, so a renderer can tell lmc's notes from
         what code printed.
         """
         text = text.rstrip("\n")
-        self._record(_note_message(text), harmony)
-        yield from _note(text)
+        self.record(note_message(text), harmony)
+        yield from note_chunks(text)
 
-    def _declined(self, target: ToolTarget) -> Iterator[Chunk]:
-        """The call's result when the person declined: shown as its console output."""
-        self._record(_output_message(DECLINED + "\n"), self._result(target, DECLINED))
-        yield from _console(DECLINED + "\n")
+    def confirm(
+        self, target: ToolTarget, block: dict[str, Any], decide: Decide | None
+    ) -> Generator[Chunk, None, Decision]:
+        """The one confirmation path, for code blocks and tool calls alike.
+
+        Yields the confirmation chunk, asks ``decide`` (None: run without asking) and, when
+        the answer is no, records and shows the refusal with the person's reason. A consumer
+        that stops at the confirmation (or Ctrl-C while asking) leaves the call declined.
+        """
+        declined = TOOL_DECLINED if block.get("type") == "tool_call" else DECLINED
+        try:
+            yield confirmation_chunk(
+                str(block["format"]), str(block["content"]), str(block.get("type", "code"))
+            )
+            decision = Decision(True) if decide is None else decision_of(decide(block))
+        except BaseException:
+            self.record(output_message(declined + "\n"), self.result(target, declined))
+            raise
+        if not decision.run:
+            text = refusal_text(declined, decision.reason)
+            self.record(output_message(text + "\n"), self.result(target, text))
+            yield from console_chunks(text + "\n")
+        return decision
 
     # -- the turn ----------------------------------------------------------------------------
 
@@ -255,10 +212,10 @@ class Loop:
     ) -> Generator[Chunk, None, None]:
         """One turn for the person's ``message``; yields LMC chunks."""
         self._cancel.clear()
-        self._record(message, harmony)
+        self.record(message, harmony)
         if self.tools is not None:
             for line in self.tools.notices():  # a tool server that did not start, said once
-                yield from self._notice(line)
+                yield from self.notice(line)
         calls = 0
         while True:
             prompt = yield from self._prompt()
@@ -273,10 +230,7 @@ class Loop:
             if self._cancel.is_set():
                 return
             if calls >= self.settings.max_steps:
-                yield from self._notice(
-                    f"Stopped after {calls} tool calls, the limit for one message "
-                    "(max_steps). Say 'continue' to let the model go on."
-                )
+                yield from self.notice(step_limit_note(calls))
                 return
 
     def _stopped(self, outcome: _Outcome) -> Iterator[Chunk]:
@@ -287,15 +241,15 @@ class Loop:
             return
         if reason is StopReason.MAX_TOKENS:
             limit = self.settings.sampling.max_tokens
-            yield from self._notice(
+            yield from self.notice(
                 f"Stopped: the model reached the token limit (max_tokens={limit}) "
                 "before it finished."
             )
         elif reason is StopReason.CONTEXT_FULL:
-            yield from self._notice("Stopped: the model's context is full.")
+            yield from self.notice("Stopped: the model's context is full.")
         else:
             detail = f" ({'; '.join(outcome.problems)})" if outcome.problems else ""
-            yield from self._notice(
+            yield from self.notice(
                 f"Stopped: the model's output ended without a final answer or a tool call{detail}."
             )
 
@@ -351,12 +305,12 @@ class Loop:
         prompt = self.prompt()
         if self.dropped_turns > before and not self._trim_told:
             self._trim_told = True
-            yield from self._notice(
+            yield from self.notice(
                 f"The conversation is longer than the model's context ({size} tokens): "
                 "the oldest messages are left out of what the model sees from now on."
             )
         if used + reserve > size:  # the answer's room is kept on every step
-            yield from self._notice(
+            yield from self.notice(
                 f"Stopped: this exchange no longer fits in the model's context ({used} tokens "
                 f"of {size}, and {reserve} kept for the answer). Start a new conversation, or "
                 "use a larger context."
@@ -373,7 +327,7 @@ class Loop:
         try:
             generation = backend.generate(prompt, self.settings.sampling, self._cancel)
         except ContextOverflowError:
-            yield from self._notice(
+            yield from self.notice(
                 "Stopped: this exchange no longer fits in the model's context "
                 f"({backend.context_size} tokens)."
             )
@@ -401,18 +355,16 @@ class Loop:
 
     # -- calls -------------------------------------------------------------------------------
 
-    def _call(self, call: _Call, decide: Decide | None) -> Iterator[Chunk]:
+    def _call(self, call: PendingCall, decide: Decide | None) -> Iterator[Chunk]:
         target = resolve_call(call.header.recipient or "", call.header.channel)
         if self.tools is not None and target.language is None:
             # An MCP tool (functions.SERVER__TOOL), or an unknown tool named with them all.
-            from lmc.agent.tool_calls import run_tool_call
-
             yield from run_tool_call(self, self.tools, call, decide)
             return
         try:
             code = code_from_call(target, call.text, call.header.content_type)
         except ToolCallError as exc:
-            yield from self._notice(str(exc), call.pending + self._result(target, str(exc)))
+            yield from self.notice(str(exc), call.pending + self.result(target, str(exc)))
             return
         if call.entry is not None:
             # What runs is what the person was shown and what is stored: the code message.
@@ -421,27 +373,24 @@ class Loop:
         assert target.language is not None
         language = target.language
         block: dict[str, Any] = {"type": "code", "format": language, "content": code}
-        try:
-            yield confirmation_chunk(language, code)
-            answer: bool | str = True if decide is None else decide(block)
-        except BaseException:
-            # The consumer stopped at the confirmation (or Ctrl-C while asking): nothing runs.
-            self._record(_output_message(DECLINED + "\n"), self._result(target, DECLINED))
-            raise
-        if answer is not True and not (isinstance(answer, str) and answer):
-            yield from self._declined(target)
+        decision = yield from self.confirm(target, block, decide)
+        if not decision.run:
             return
         told = ""
-        if isinstance(answer, str) and answer != code:
-            code = answer
+        if decision.edited is not None and decision.edited != code:
+            code = decision.edited
             told = f"The user edited the code before running it. It ran as:\n{code}\n\nOutput:\n"
-            if call.entry is not None:
-                entry = self.transcript.entries[call.entry]
-                entry.message["content"] = code
-                self._replace_hook(call.entry, entry)
+            self.replace_entry(call.entry, code)
         yield from self._run(target, language, code, told)
 
-    def _result(self, target: ToolTarget, text: str) -> str:
+    def replace_entry(self, index: int | None, content: str) -> None:
+        """The call's shown message now says what really ran (the person's edit)."""
+        if index is not None:
+            entry = self.transcript.entries[index]
+            entry.message["content"] = content
+            self._replace_hook(index, entry)
+
+    def result(self, target: ToolTarget, text: str) -> str:
         return tool_result_harmony(target.author, target.channel, text)
 
     def _run(
@@ -456,11 +405,11 @@ class Loop:
         hooks = self.block_hooks
         note = hooks.before_block() if hooks is not None else None
         if note:
-            yield from self._notice(note)
+            yield from self.notice(note)
         yield from self._run_block(target, language, code, told, rerun)
         after = hooks.after_block() if hooks is not None else None
         if after is not None:
-            self._record(after, "")
+            self.record(after, "")
             flag: Chunk = {k: after[k] for k in ("role", "type", "format") if k in after}
             yield {**flag, "start": True}
             yield dict(after)
@@ -475,7 +424,7 @@ class Loop:
         rerun: Iterable[Chunk] | None = None,
     ) -> Iterator[Chunk]:
         """Run the block (or stream ``rerun``) and record its output."""
-        output = _RunOutput(self.settings.output_limit, self.settings.history_output_limit)
+        output = RunOutput(self.settings.output_limit, self.settings.history_output_limit)
         chunks = iter(self._computer().run(language, code) if rerun is None else rerun)
         self.running = True
         in_console = False
@@ -488,7 +437,7 @@ class Loop:
         except LmcError as exc:
             # The computer failed (a kernel that cannot start): the model and person are told.
             output.note(f"\n{exc}\n")
-            failed = _console(f"{exc}\n")
+            failed = console_chunks(f"{exc}\n")
             yield from failed[1:] if in_console else failed
         except BaseException:
             # Ctrl-C or the consumer closing the stream while code runs: stop the code.
@@ -497,10 +446,10 @@ class Loop:
             if close is not None:
                 close()
             output.note("\n[interrupted]\n")
-            self._record_run(target, output, told)
+            self.record_run(target, output, told)
             after = self.block_hooks.after_block() if self.block_hooks is not None else None
             if after is not None:
-                self._record(after, "")  # kept, though the stream is gone
+                self.record(after, "")  # kept, though the stream is gone
             raise
         finally:
             self.running = False
@@ -513,14 +462,14 @@ class Loop:
             )  # fmt: skip
             if (yield from again):
                 return
-        self._record_run(target, output, told)
+        self.record_run(target, output, told)
 
-    def _record_run(self, target: ToolTarget, output: _RunOutput, told: str) -> None:
+    def record_run(self, target: ToolTarget, output: RunOutput, told: str) -> None:
         text = output.for_model.text() or "(no output)"
         messages = output.finish()
         for message in messages[:-1]:
-            self._record(message, "")
-        self._record(messages[-1], self._result(target, told + text))
+            self.record(message, "")
+        self.record(messages[-1], self.result(target, told + text))
 
 
 class _Sampler:
@@ -590,12 +539,12 @@ class _Sampler:
         harmony = self._pending + raw
         first = None
         for message in messages:
-            index = self._loop._record(message, harmony)
+            index = self._loop.record(message, harmony)
             harmony = ""
             first = index if first is None else first
         self._pending = harmony
         if terminator is Terminator.CALL and is_call:
-            self.outcome.call = _Call(header, "".join(self._content), first, self._pending)
+            self.outcome.call = PendingCall(header, "".join(self._content), first, self._pending)
             self._pending = ""
         elif terminator is Terminator.CALL:
             self.outcome.problems.append("a message ended in <|call|> without naming a tool")

@@ -13,17 +13,20 @@ tool there is. The agent knows tools only through :class:`ExternalTools`;
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
+import threading
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from lmc.agent.tools import ToolCallError, resolve_call, tool_names
+from lmc.agent.approvals import Answer, Decision
+from lmc.agent.run_output import PendingCall, RunOutput
+from lmc.agent.tools import ToolCallError, ToolTarget, resolve_call, tool_names
 from lmc.harmony.conversation import ToolDescription
-from lmc.messages import Chunk, confirmation_chunk
+from lmc.messages import Chunk
 
 if TYPE_CHECKING:
-    from lmc.agent.loop import Decide, Loop, _Call
+    from lmc.agent.history import Transcript
 
-__all__ = ["TOOL_DECLINED", "ExternalTool", "ExternalTools", "run_tool_call"]
+__all__ = ["TOOL_DECLINED", "CallHost", "ExternalTool", "ExternalTools", "run_tool_call"]
 
 #: What the model is told when the person declines a tool call.
 TOOL_DECLINED: Final = "The user declined this tool call."
@@ -75,6 +78,39 @@ class ExternalTools(Protocol):
         """Cancel the calls in progress (from another thread: Interpreter.cancel)."""
 
 
+class _Settings(Protocol):
+    output_limit: int
+    history_output_limit: int
+
+
+class CallHost(Protocol):
+    """What a tool call needs of the loop that runs it (:class:`lmc.agent.loop.Loop`)."""
+
+    @property
+    def settings(self) -> _Settings: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    @property
+    def cancelled(self) -> threading.Event: ...
+
+    def confirm(
+        self,
+        target: ToolTarget,
+        block: dict[str, Any],
+        decide: Callable[[dict[str, Any]], Answer] | None,
+    ) -> Generator[Chunk, None, Decision]: ...
+
+    def notice(self, text: str, harmony: str = "") -> Iterator[Chunk]: ...
+
+    def result(self, target: ToolTarget, text: str) -> str: ...
+
+    def replace_entry(self, index: int | None, content: str) -> None: ...
+
+    def record_run(self, target: ToolTarget, output: RunOutput, told: str) -> None: ...
+
+
 def _edit_note(arguments: str) -> str:
     return f"The user edited the arguments before the call. It was called with:\n{arguments}\n\n"
 
@@ -96,11 +132,12 @@ def _call(
 
 
 def run_tool_call(
-    loop: Loop, tools: ExternalTools, call: _Call, decide: Decide | None
+    loop: CallHost,
+    tools: ExternalTools,
+    call: PendingCall,
+    decide: Callable[[dict[str, Any]], Answer] | None,
 ) -> Iterator[Chunk]:
-    """Check, confirm, call and record one tool call; yields its chunks."""
-    from lmc.agent.loop import _console, _output_message, _RunOutput
-
+    """Check, confirm (on the loop's one confirmation path), call and record one tool call."""
     target = resolve_call(call.header.recipient or "", call.header.channel)
     tool = tools.find(target.author.removeprefix("functions."))
     try:
@@ -111,48 +148,38 @@ def run_tool_call(
             )
         arguments = tools.arguments(tool, call.text)
     except (ToolCallError, ValueError) as exc:
-        yield from loop._notice(str(exc), call.pending + loop._result(target, str(exc)))
+        yield from loop.notice(str(exc), call.pending + loop.result(target, str(exc)))
         return
     text = call.text.strip() or "{}"
     block: dict[str, Any] = {"type": "tool_call", "format": tool.format, "content": text}
-    try:
-        yield confirmation_chunk(tool.format, text, "tool_call")
-        answer: bool | str = True if decide is None or tool.auto_approve else decide(block)
-    except BaseException:
-        loop._record(_output_message(TOOL_DECLINED + "\n"), loop._result(target, TOOL_DECLINED))
-        raise
-    if answer is not True and not (isinstance(answer, str) and answer):
-        loop._record(_output_message(TOOL_DECLINED + "\n"), loop._result(target, TOOL_DECLINED))
-        yield from _console(TOOL_DECLINED + "\n")
+    decision = yield from loop.confirm(target, block, None if tool.auto_approve else decide)
+    if not decision.run:
         return
     told = ""
-    if isinstance(answer, str) and answer.strip() != text:
+    if decision.edited is not None and decision.edited.strip() != text:
         try:
-            arguments = tools.arguments(tool, answer)
+            arguments = tools.arguments(tool, decision.edited)
         except ValueError as exc:
             message = f"The user edited the arguments, and the edit cannot be used: {exc}"
-            yield from loop._notice(message, loop._result(target, message))
+            yield from loop.notice(message, loop.result(target, message))
             return
         text = json.dumps(arguments, ensure_ascii=False)
         told = _edit_note(text)
-        if call.entry is not None:
-            entry = loop.transcript.entries[call.entry]
-            entry.message["content"] = text
-            loop._replace_hook(call.entry, entry)
-    output = _RunOutput(loop.settings.output_limit, loop.settings.history_output_limit)
+        loop.replace_entry(call.entry, text)
+    output = RunOutput(loop.settings.output_limit, loop.settings.history_output_limit)
     try:
         yield {"role": "computer", "type": "console", "start": True}
-        if loop._cancel.is_set():  # Interpreter.cancel() came before the call began
+        if loop.cancelled.is_set():  # Interpreter.cancel() came before the call began
             chunks: list[Chunk] = [dict(_CANCELLED)]
         else:
             chunks = yield from _call(tools, tool, arguments)
     except BaseException:
         # Ctrl-C or the consumer closing the stream: the call was cancelled.
         output.note("[interrupted]\n")
-        loop._record_run(target, output, told)
+        loop.record_run(target, output, told)
         raise
     for chunk in chunks:
         output.add(chunk)
         yield chunk
-    loop._record_run(target, output, told)
+    loop.record_run(target, output, told)
     yield {"role": "computer", "type": "console", "end": True}

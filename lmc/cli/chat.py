@@ -14,37 +14,35 @@ from lmc.cli.session import (
     warn_cpu_only_once,
 )
 from lmc.cli.streams import stdin_lines
-from lmc.config import Settings, data_dir
-from lmc.errors import LmcError
-from lmc.terminal.confirm import Asker, Confirmer
+from lmc.config import Settings, config_path, data_dir
+from lmc.errors import ConfigError, LmcError
+from lmc.terminal.confirm import Confirmer, NoTerminalError
+from lmc.terminal.question import Terminal
 from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
-__all__ = ["chat", "load_with_spinner", "stdin_asker"]
+__all__ = ["chat", "load_with_spinner", "make_confirmer"]
 
 
-def stdin_asker(output: Output) -> Asker | None:
-    """Ask on the terminal when standard input is one; None when there is nobody to ask."""
-    if not sys.stdin.isatty():
-        return None
-    if output.mode == "rich" and output.console is not None:
-        console = output.console
-        from rich.text import Text
+def make_confirmer(output: Output, settings: Settings, terminal: Terminal | None) -> Confirmer:
+    """The confirmer for a command: asks on ``terminal`` (None: nobody to ask), with the
+    approval rules of the config, and saves rules the person keeps forever there."""
+    from lmc.agent.approvals import Approvals
+    from lmc.terminal.saved_rules import save_rule
 
-        def ask_rich(question: str) -> str:
-            return str(console.input(Text(question, style="bold yellow")))
-
-        return ask_rich
-
-    def ask_plain(question: str) -> str:
-        target = sys.stderr if output.mode == "json" else sys.stdout
-        target.write(question)
-        target.flush()
-        line = next(stdin_lines(), "")
-        if not line:
-            raise EOFError
-        return line
-
-    return ask_plain
+    try:
+        approvals = Approvals.from_config(settings.approve_allow)
+    except ValueError as exc:
+        raise ConfigError(f"approve.allow: {exc}", hint="fix it in the config file") from exc
+    path = config_path()
+    return Confirmer(
+        auto_run=settings.auto_run,
+        ask=None,
+        terminal=terminal,
+        say=terminal.say if terminal is not None else output.say,
+        screen=None if output.mode == "json" else output.renderer,
+        approvals=approvals,
+        save_rule=lambda text: save_rule(path, text),
+    )
 
 
 def load_with_spinner(interpreter: Any, output: Output, settings: Settings) -> None:
@@ -64,8 +62,18 @@ def load_with_spinner(interpreter: Any, output: Output, settings: Settings) -> N
             sys.stderr.write(f"lmc: dialect: {interpreter.backend.dialect} ({dialect})\n")
 
 
+#: Messages a resumed chat shows (the whole transcript is `lmc history show ID`).
+RESUME_SHOWN = 6
+
+
 def _replay_history(interpreter: Any, output: Output) -> None:
-    for message in list(interpreter.messages):
+    """Show where the resumed conversation stands: its last few messages, not all of it."""
+    messages = list(interpreter.messages)
+    earlier = len(messages) - RESUME_SHOWN
+    if earlier > 0:
+        ident = interpreter.conversation_id
+        output.say(f"… {earlier} earlier messages (lmc history show {ident} shows them all)")
+    for message in messages[-RESUME_SHOWN:]:
         output.renderer.feed(message)
     output.renderer.close()
 
@@ -77,6 +85,8 @@ def _json_chat(interpreter: Any, output: Output, confirmer: Confirmer, settings:
             continue
         try:
             run_turn(interpreter, line.rstrip("\n"), output, confirmer)
+        except NoTerminalError as exc:  # nobody can say yes: stop, do not decline silently
+            return report(exc, verbose=settings.verbose)
         except LmcError as exc:
             report(exc, verbose=settings.verbose)
     return 0
@@ -106,14 +116,25 @@ def chat(options: SharedOptions) -> int:
 
 
 def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool) -> int:
+    terminal = Terminal.open()
+    try:
+        return _chat_on(interpreter, output, settings, terminal, resumed=resumed)
+    finally:
+        if terminal is not None:
+            terminal.close()
+
+
+def _chat_on(
+    interpreter: Any,
+    output: Output,
+    settings: Settings,
+    terminal: Terminal | None,
+    *,
+    resumed: bool,
+) -> int:
     from lmc.terminal.magic import ChatState
 
-    confirmer = Confirmer(
-        auto_run=settings.auto_run,
-        ask=stdin_asker(output),
-        say=output.say,
-        screen=None if output.mode == "json" else output.renderer,
-    )
+    confirmer = make_confirmer(output, settings, terminal)
     load_with_spinner(interpreter, output, settings)
     if output.mode == "json":
         return _json_chat(interpreter, output, confirmer, settings)
@@ -130,7 +151,9 @@ def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool
     from lmc.terminal.tty import no_control_echo
 
     prompt = ChatInput(data_dir() / "prompt_history")
-    state = ChatState(interpreter, confirmer, output.say, verbose=settings.verbose)
+    state = ChatState(
+        interpreter, confirmer, output.say, verbose=settings.verbose, renderer=output.renderer
+    )
     output.say("type a message · %help for commands · Ctrl-D to quit")
     if prompt.problem is not None:
         output.say(prompt.problem)
@@ -140,14 +163,19 @@ def _chat(interpreter: Any, output: Output, settings: Settings, *, resumed: bool
 
 
 def _loop(prompt: Any, interpreter: Any, output: Output, confirmer: Confirmer, state: Any) -> None:
+    from lmc.agent.loop import STEP_LIMIT
     from lmc.terminal.magic import is_magic, run_magic
 
+    go_on = False  # the last turn stopped at the step limit: Enter lets the model go on
     while True:
         line = prompt.read()
         if line is None:
             break
         if not line.strip():
-            continue
+            if not go_on:
+                continue
+            line = "continue"
+        go_on = False
         try:
             if is_magic(line):
                 run_magic(line, state)
@@ -155,7 +183,10 @@ def _loop(prompt: Any, interpreter: Any, output: Output, confirmer: Confirmer, s
                 if state.attachments:  # %mcp attach / %mcp prompt: sent with this message
                     line = "\n\n".join([line, *state.attachments])
                     state.attachments.clear()
-                run_turn(interpreter, line, output, confirmer)
+                turn = run_turn(interpreter, line, output, confirmer)
+                go_on = any(note.startswith(STEP_LIMIT) for note in turn.notes[-1:])
+                if go_on:
+                    output.say("press Enter to let the model go on (sends 'continue')")
         except Terminated:
             raise
         except KeyboardInterrupt:

@@ -67,13 +67,48 @@ def check_languages() -> list[tuple[str, bool, str]]:
     return results
 
 
+def own_python(python: str) -> tuple[bool, str]:
+    """Whether the interpreter ``--python`` names can run the python kernel (has ipykernel)."""
+    from lmc.computer.kernelspecs import check_python
+
+    try:
+        check_python(python)
+    except LmcError as exc:
+        return False, str(exc)
+    return True, f"ipykernel on {python} (--python: your environment)"
+
+
+def gguf_problem(path: Path) -> str | None:
+    """Why ``path`` is not a GGUF model that opens (None: it is): the magic, then the metadata
+    lmc reads from it (a corrupt file fails here in one line, not deep in a backend)."""
+    from lmc.backends._context import read_shape
+
+    try:
+        with path.open("rb") as stream:
+            magic = stream.read(4)
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror or exc}"
+    if magic != b"GGUF":
+        return "not a GGUF model file"
+    try:
+        shape = read_shape(path)
+    except (ValueError, OverflowError, MemoryError, OSError) as exc:
+        return f"a corrupt GGUF file: {type(exc).__name__}: {exc}".rstrip(": ")
+    if shape.layers <= 0 or shape.trained_context <= 0:
+        return "a corrupt GGUF file: its metadata gives no layers or context"
+    return None
+
+
 def _model_line(model: str | None) -> tuple[bool, str]:
     from lmc.backends.resolve import DEFAULT_MODEL, HF_PREFIX, parse_hf_spec
 
     spec = model or DEFAULT_MODEL
     if not spec.startswith(HF_PREFIX):
         path = Path(spec).expanduser()
-        return path.is_file(), f"{path}" + ("" if path.is_file() else " (file not found)")
+        if not path.is_file():
+            return False, f"{path} (file not found)"
+        problem = gguf_problem(path)
+        return problem is None, f"{path}" + (f" ({problem})" if problem else "")
     try:
         repo, filename = parse_hf_spec(spec)
     except LmcError as exc:
@@ -262,8 +297,9 @@ def _model_rows(settings: Any) -> tuple[list[Row], int]:
     good, detail = _model_line(settings.model)
     rows.append(("model", good, detail))
     failures += not good
-    context = _context_line(settings.model, settings.context_size, settings.gpu_layers)
-    rows.append(("context", True, context))
+    if good:  # a context is only said of a model that opens
+        context = _context_line(settings.model, settings.context_size, settings.gpu_layers)
+        rows.append(("context", True, context))
     return rows, failures
 
 
@@ -283,6 +319,11 @@ def _mcp_rows(settings: Any) -> list[Row]:
 def _sections(settings: Any) -> Iterator[tuple[str, list[Row], int]]:
     """Each section of the report: its title, its rows, and how many of them fail it."""
     languages = check_languages()
+    if settings.python:  # the python kernel runs on the person's own interpreter
+        languages = [
+            (n, *own_python(settings.python)) if n == "python" else (n, ok, d)
+            for n, ok, d in languages
+        ]
     yield "languages", languages, sum(n == "python" and not ok for n, ok, _ in languages)
     rows, failed = _model_rows(settings)
     yield "model", rows, failed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from lmc.cli.chat import load_with_spinner, stdin_asker
+from lmc.cli.chat import load_with_spinner, make_confirmer
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import (
     EXIT_INTERRUPTED,
@@ -18,7 +18,7 @@ from lmc.cli.session import (
 from lmc.cli.streams import check_text, read_stdin
 from lmc.errors import InputError, LmcError
 from lmc.messages import Message
-from lmc.terminal.confirm import Confirmer
+from lmc.terminal.question import Terminal
 from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
 __all__ = ["run_once"]
@@ -95,15 +95,9 @@ def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> 
         return session
     settings, output, interpreter = session.settings, session.output, session.interpreter
     verbose = settings.verbose
+    terminal = None if settings.auto_run else Terminal.open()
     try:
-        stdin_free = audio not in (None, "-") or prompt not in (None, "-")
-        ask = stdin_asker(output) if stdin_free else None
-        confirmer = Confirmer(
-            auto_run=settings.auto_run,
-            ask=ask,
-            say=output.say if ask is not None else _stderr,
-            screen=None if output.mode == "json" else output.renderer,
-        )
+        confirmer = make_confirmer(output, settings, terminal)
         if output.mode != "json":
             from lmc.terminal.rerun import offer_reruns
 
@@ -121,6 +115,8 @@ def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> 
     finally:
         with closing():
             interpreter.close()
+        if terminal is not None:
+            terminal.close()
     if turn.final_answer:
         return 0
     if turn.interrupted:

@@ -9,6 +9,7 @@ server on its own, in parallel. The token is printed with the URL, as Jupyter do
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import sys
@@ -33,6 +34,22 @@ TOKEN_VARIABLE = "LMC_SERVER_TOKEN"
 #: uvicorn's own frame limit, above the protocol's 50 MB so that the app answers an
 #: oversized frame with an error chunk instead of the socket closing.
 _WS_MAX_SIZE = 64 * 1024 * 1024
+
+
+_MAX_PORT = 65535
+#: What the server extra brings; uvicorn alone serves the page but no websocket.
+_SERVER_PARTS = ("starlette", "uvicorn", "websockets")
+
+
+def missing_server_parts() -> list[str]:
+    """The server extra's packages that cannot be imported here."""
+    missing = []
+    for name in _SERVER_PARTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
 
 
 def _err(text: str) -> None:
@@ -77,8 +94,26 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
+def _cannot_serve(port: int) -> int | None:
+    """The exit status when the port or the installed extras rule serving out, else None."""
+    if not 0 <= port <= _MAX_PORT:
+        _err(f"error: --port must be a number from 0 to {_MAX_PORT}, not {port}")
+        return EXIT_USAGE
+    missing = missing_server_parts()
+    if missing:  # before any URL: without websockets the page would only ever reconnect
+        _err(
+            f"error: lmc serve needs the server extra (missing: {', '.join(missing)}): "
+            'pip install "lmc[server]"'
+        )
+        return 1
+    return None
+
+
 def serve(options: SharedOptions, host: str, port: int) -> int:
     """Serve until Ctrl-C; 0 then, 1 on an error, 2 on bad usage."""
+    refused = _cannot_serve(port)
+    if refused is not None:
+        return refused
     from lmc.server.security import is_loopback, new_token
 
     token = os.environ.get(TOKEN_VARIABLE) or None

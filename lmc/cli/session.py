@@ -12,7 +12,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from lmc.cli.options import SharedOptions
 from lmc.config import Settings, data_dir, load_settings
@@ -20,6 +20,9 @@ from lmc.errors import LmcError, SandboxUnavailableError
 from lmc.messages import Chunk, Message
 from lmc.terminal.base import BlockRenderer
 from lmc.terminal.signals import Terminated
+
+if TYPE_CHECKING:
+    from lmc.agent.approvals import Answer
 
 __all__ = [
     "EXIT_ERROR",
@@ -351,7 +354,7 @@ class _Tracker(BlockRenderer):
 
 
 def _chunks(
-    interpreter: Any, message: str | Message, confirm: Callable[[Chunk], bool | str]
+    interpreter: Any, message: str | Message, confirm: Callable[[Chunk], Answer]
 ) -> Iterator[Chunk]:
     return iter(interpreter.chat(message, stream=True, display=False, confirm=confirm))
 
@@ -360,7 +363,7 @@ def run_turn(
     interpreter: Any,
     message: str | Message,
     output: Output,
-    confirm: Callable[[Chunk], bool | str],
+    confirm: Callable[[Chunk], Answer],
 ) -> Turn:
     """Send one message and render its chunks; Ctrl-C stops the turn and keeps the history.
 

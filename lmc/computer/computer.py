@@ -79,6 +79,8 @@ class Computer:
     ``sandbox_limits`` sets the processes, memory and /tmp and /dev/shm sizes.
 
     ``gateway`` runs the kernels on a Jupyter Kernel/Enterprise Gateway instead of here.
+    ``python`` runs the python kernel with that interpreter (a venv's, with ipykernel)
+    instead of lmc's own.
     """
 
     def __init__(
@@ -94,8 +96,11 @@ class Computer:
         sandbox_writable: Sequence[str] = (),
         sandbox_limits: Limits | None = None,
         gateway: GatewayConfig | None = None,
+        python: str | None = None,
     ) -> None:
         self.timeout = timeout
+        #: The interpreter that runs the python kernel (None: lmc's own), ``--python``.
+        self.python = python
         self.gateway = gateway
         where = workdir if workdir is not None else cwd
         self.cwd = None if where is None else Path(where).expanduser().resolve()
@@ -425,7 +430,7 @@ class Computer:
                 self, _shutdown_all, self._sessions, self._runtime_dir
             )
         return KernelSession(
-            kernel_spec(language.kernel),
+            kernel_spec(language.kernel, python=self.python),
             runtime_dir=self._runtime_dir,
             cwd=self.cwd,
             sandbox=self.sandbox,

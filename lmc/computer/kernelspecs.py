@@ -4,19 +4,22 @@ lmc's kernels live in a ``kernels/`` directory of kernel-spec folders (``kernels
 kernel.json``). An installed wheel carries it as ``lmc/_kernels`` (pyproject force-include);
 a source checkout has it at the repository root. Specs are read from that directory only
 (never the user's Jupyter paths), and their argv is made to run with the interpreter lmc
-itself runs on, so a kernel always sees the same packages as lmc.
+itself runs on, so a kernel always sees the same packages as lmc; or, for the python kernel,
+with the person's own interpreter (``--python``), checked to have ipykernel.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmc.errors import ComputerError
 
-__all__ = ["KernelSpec", "kernel_spec", "kernels_dir"]
+__all__ = ["KernelSpec", "check_python", "kernel_spec", "kernels_dir"]
 
 _PYTHON_NAMES = frozenset({"python", "python3", f"python3.{sys.version_info[1]}"})
 
@@ -54,8 +57,25 @@ def kernels_dir() -> Path:
     )
 
 
-def kernel_spec(name: str) -> KernelSpec:
-    """Load spec ``name`` from lmc's kernels directory, argv bound to this interpreter.
+@functools.cache
+def check_python(python: str) -> None:
+    """``python`` runs and has ipykernel (asked once per interpreter); ComputerError if not."""
+    try:
+        done = subprocess.run(
+            [python, "-c", "import ipykernel"], capture_output=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ComputerError(f"--python {python}: cannot run it ({exc})") from exc
+    if done.returncode != 0:
+        raise ComputerError(
+            f"the python at {python} has no ipykernel, which the python kernel needs: "
+            f"add it there with {python} -m pip install ipykernel"
+        )
+
+
+def kernel_spec(name: str, python: str | None = None) -> KernelSpec:
+    """Load spec ``name`` from lmc's kernels directory, argv bound to this interpreter (or, for
+    a Python kernel, to ``python`` when given: the person's own environment).
 
     ``kernel.json`` is read directly (Jupyter's format: argv, language, interrupt_mode, env):
     jupyter_client's spec manager would cost lmc's start a tenth of a second of imports."""
@@ -81,6 +101,9 @@ def kernel_spec(name: str) -> KernelSpec:
     ]
     if argv[0] in _PYTHON_NAMES:
         argv[0] = sys.executable
+        if python is not None and name == "python":
+            check_python(python)
+            argv[0] = python
     env = spec.get("env") or {}
     return KernelSpec(
         name=name,

@@ -1,8 +1,13 @@
-"""Confirm-before-execute: the ``confirm`` callable the agent calls before each code block.
+"""Confirm-before-execute: the ``confirm`` callable the agent calls before each block.
 
-It answers True (run), False (decline) or a string (run this edited code instead), which is
-the agent's contract. The person answers y, n, e ($EDITOR) or a (this and every later block in
-this session). Without a terminal to ask, it declines and says so once.
+It answers True (run), a string (run this edited code instead), False or ``Declined(reason)``
+(the agent's contract, :mod:`lmc.agent.approvals`). Before asking it draws the confirm view
+(language, line count, numbered lines, head and tail of a tall block) on the terminal. The
+person answers y, n (then an optional reason the model reads), e ($EDITOR), a (this kind of
+block, for the rest of the session), r (a rule: a command prefix or a language, for the session
+or saved in the config) or v (the whole block in a pager). A rule only spares the question; it
+never widens the sandbox. Without a terminal to ask, the first block that needs a yes stops
+the command with :class:`NoTerminalError`: nothing is declined silently.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from lmc.errors import ConfigError
+from lmc.agent.approvals import Answer, Approvals, Declined, kind_rule, parse_rule, suggested_prefix
+from lmc.errors import ConfigError, LmcError
 from lmc.messages import Chunk
+from lmc.terminal.question import Terminal
 
-__all__ = ["Asker", "Confirmer", "edit_in_editor"]
+__all__ = ["Asker", "Confirmer", "NoTerminalError", "edit_in_editor"]
 
 #: Shows a question and returns the answer line; raises EOFError when input has ended.
 Asker = Callable[[str], str]
@@ -33,16 +40,27 @@ _SUFFIXES = {
     "html": ".html",
 }
 
-QUESTION = "Run this code? [y]es / [n]o / [e]dit / [a]ll: "
-TOOL_QUESTION = "Call this tool? [y]es / [n]o / [e]dit / [a]ll: "
-NO_TERMINAL = (
-    "code not run: confirmation is on and there is no terminal to ask "
-    "(pass -y to run code without asking)"
+NO_TERMINAL = (  # a block: code or a tool call
+    "a block needs your confirmation and there is no terminal to ask: pass -y to run it "
+    "without asking (it stays contained by the sandbox), or run lmc where it can ask"
 )
 NO_TERMINAL_TOOL = (
-    "tool call not made: confirmation is on and there is no terminal to ask "
-    "(pass -y to call tools without asking, or auto_approve them in the server's table)"
+    "a tool call needs your confirmation and there is no terminal to ask: pass -y to call "
+    "tools without asking (or auto_approve them in the server's table), or run lmc where it "
+    "can ask"
 )
+
+
+class NoTerminalError(LmcError):
+    """A block needs a yes and there is nobody to say it (no terminal, no -y)."""
+
+
+def question_for(block: dict[str, Any]) -> str:
+    """The question under the confirm view (it fits an 80-column terminal)."""
+    rule = kind_rule(block)
+    if rule.kind == "tool":
+        return "Call this tool? [y]es [n]o [e]dit [a]lways this tool [r]ule [v]iew: "
+    return f"Run this code? [y]es [n]o [e]dit [a]ll {rule.text} [r]ule [v]iew: "
 
 
 class _Screen(Protocol):
@@ -65,6 +83,18 @@ def _editor_command(env: dict[str, str] | os._Environ[str]) -> list[str]:
     raise ConfigError("no editor found", hint="set $EDITOR, for example EDITOR=nano")
 
 
+def _run_on_terminal(command: list[str]) -> int:
+    """Run ``command`` on the controlling terminal (standard output may be a file)."""
+    try:
+        fd = os.open(os.ctermid(), os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return subprocess.call(command)
+    try:
+        return subprocess.call(command, stdin=fd, stdout=fd, stderr=fd)
+    finally:
+        os.close(fd)
+
+
 def edit_in_editor(language: str, code: str) -> str:
     """Open ``code`` in $VISUAL/$EDITOR and return what the person saved."""
     command = _editor_command(os.environ)
@@ -73,7 +103,7 @@ def edit_in_editor(language: str, code: str) -> str:
         path = Path(tmp) / f"code{suffix}"
         path.write_text(code, encoding="utf-8")
         try:
-            status = subprocess.call([*command, str(path)])
+            status = _run_on_terminal([*command, str(path)])
         except OSError as exc:
             raise ConfigError(
                 f"cannot start the editor {command[0]!r}: {exc}", hint="check $EDITOR"
@@ -84,7 +114,7 @@ def edit_in_editor(language: str, code: str) -> str:
 
 
 class Confirmer:
-    """Asks before each code block unless ``auto_run``; a person's "a" turns auto_run on."""
+    """Asks before each block unless ``auto_run`` or a rule (``approvals``) approves it."""
 
     def __init__(
         self,
@@ -94,62 +124,132 @@ class Confirmer:
         say: Callable[[str], None],
         screen: _Screen | None = None,
         edit: Callable[[str, str], str] = edit_in_editor,
+        terminal: Terminal | None = None,
+        approvals: Approvals | None = None,
+        save_rule: Callable[[str], str] | None = None,
     ) -> None:
         self.auto_run = auto_run
-        self.ask = ask
+        self.terminal = terminal
+        self.ask = ask if ask is not None or terminal is None else terminal.ask
         self.say = say
         self.screen = screen
         self.edit = edit
-        self.declined_without_terminal = 0
+        self.approvals = approvals if approvals is not None else Approvals()
+        #: Saves a rule's text in the config file and says where (raises LmcError).
+        self.save_rule = save_rule
 
-    def __call__(self, chunk: Chunk) -> bool | str:
-        """Decide about one code block: True runs it, False declines, a string runs that."""
+    def __call__(self, chunk: Chunk) -> Answer:
+        """Decide about one block: True runs it, a string runs that, False/Declined do not."""
         if self.auto_run:
             return True
-        # The agent passes the code block; a whole confirmation chunk is accepted too.
+        # The agent passes the block; a whole confirmation chunk is accepted too.
         block: dict[str, Any] = chunk["content"] if chunk.get("type") == "confirmation" else chunk
-        language = str(block.get("format") or block.get("language") or "")
-        code = str(block.get("content") or block.get("code") or "")
-        tool_call = block.get("type") == "tool_call"  # an MCP tool: code is JSON arguments
+        if self.approvals.allows(block) is not None:
+            return True
         if self.ask is None:
-            if not self.declined_without_terminal:
-                self.say(NO_TERMINAL_TOOL if tool_call else NO_TERMINAL)
-            self.declined_without_terminal += 1
-            return False
+            tool_call = block.get("type") == "tool_call"  # not "code": an MCP or browser tool
+            raise NoTerminalError(NO_TERMINAL_TOOL if tool_call else NO_TERMINAL)
         if self.screen is not None:
             self.screen.pause()
-        answer = self._question(language, code, TOOL_QUESTION if tool_call else QUESTION)
+        language = str(block.get("format") or block.get("language") or "")
+        code = str(block.get("content") or block.get("code") or "")
+        self._show_view(block, language, code)
+        answer = self._question(block, language, code)
         if self.screen is not None:
             if isinstance(answer, str):
                 self.screen.edited(answer)
-            elif answer is False:
+            elif answer is False or isinstance(answer, Declined):
                 self.screen.waiting()
         return answer
 
-    def _question(self, language: str, code: str, question: str) -> bool | str:
+    def _show_view(self, block: dict[str, Any], language: str, code: str) -> None:
+        if self.terminal is None:
+            return
+        from lmc.terminal.confirm_view import confirm_view
+
+        tool = block.get("type") == "tool_call"
+        self.terminal.show(confirm_view(language, code, self.terminal.height, tool=tool))
+
+    def _question(self, block: dict[str, Any], language: str, code: str) -> Answer:
         assert self.ask is not None
+        question = question_for(block)
         while True:
             try:
-                reply = self.ask(question).strip().lower()
+                reply = self.ask(question).strip()
             except EOFError:
                 self.say("no answer: the code was not run")
                 return False
-            if reply in ("y", "yes"):
-                return True
-            if reply in ("n", "no"):
+            word, _, rest = reply.partition(" ")
+            if word.lower() in ("v", "view"):
+                if self.terminal is not None:
+                    self.terminal.page(code)  # then the same question again
+                continue
+            answer = self._answer(word.lower(), rest.strip(), block, language, code)
+            if answer is not None:
+                return answer
+            question = "Please answer y, n, e, a, r or v: "
+
+    def _answer(
+        self, word: str, rest: str, block: dict[str, Any], language: str, code: str
+    ) -> Answer | None:
+        """The answer for one reply; None asks again."""
+        if word in ("y", "yes"):
+            return True
+        if word in ("n", "no"):
+            return Declined(rest or self._reason())
+        if word in ("a", "all", "always"):
+            rule = kind_rule(block)
+            self.approvals.add(rule)
+            self.say(f"approved {rule.describe()} (%approvals lists the rules)")
+            return True
+        if word in ("r", "rule"):
+            return True if self._add_rule(block, code) else None
+        if word in ("e", "edit"):
+            return self._edited(language, code)
+        return None
+
+    def _reason(self) -> str:
+        assert self.ask is not None
+        try:
+            return self.ask("Why not? (the model reads this; Enter to skip): ").strip()
+        except EOFError:
+            return ""
+
+    def _add_rule(self, block: dict[str, Any], code: str) -> bool:
+        """Ask for a rule (prefix or language) and where to keep it; True once one was added."""
+        assert self.ask is not None
+        offer = suggested_prefix(code) if block.get("format") == "shell" else ""
+        offer = offer or kind_rule(block).text
+        try:
+            text = self.ask(f"Approve which command prefix or language? [{offer}] ").strip()
+            text = text or offer
+            rule = parse_rule(text)
+            if not rule.matches(block):
+                self.say(f"the rule {rule.text!r} does not cover this block; not added")
                 return False
-            if reply in ("a", "all"):
-                self.auto_run = True
-                self.say("running this and every later code block in this session")
-                return True
-            if reply in ("e", "edit"):
-                try:
-                    edited = self.edit(language, code)
-                except ConfigError as exc:
-                    self.say(f"{exc}" + (f" ({exc.hint})" if exc.hint else ""))
-                    continue
-                if not edited.strip():
-                    self.say("the edited code is empty: not run")
-                    return False
-                return edited
-            question = "Please answer y, n, e or a: "
+            keep = self.ask("Keep it for this [s]ession or [f]orever (saved in the config)? ")
+        except ValueError as exc:
+            self.say(str(exc))
+            return False
+        except EOFError:
+            return False
+        self.approvals.add(rule)
+        where = "for this session"
+        if keep.strip().lower().startswith("f") and self.save_rule is not None:
+            try:
+                where = self.save_rule(rule.text)
+            except LmcError as exc:
+                self.say(f"kept for this session only: {exc}")
+        self.say(f"approved {rule.describe().split(' (')[0]} {where}")
+        return True
+
+    def _edited(self, language: str, code: str) -> Answer | None:
+        try:
+            edited = self.edit(language, code)
+        except ConfigError as exc:
+            self.say(f"{exc}" + (f" ({exc.hint})" if exc.hint else ""))
+            return None
+        if not edited.strip():
+            self.say("the edited code is empty: not run")
+            return False
+        return edited

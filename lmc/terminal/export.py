@@ -3,7 +3,8 @@
 A code block and the console output and images that follow it become one notebook cell with
 its outputs; other languages use the IPython cell magic that runs them (``%%bash``...). An MCP
 tool call (``tool_call``) cannot run in a notebook: it becomes a Markdown cell holding the
-call's arguments and its result.
+call's arguments and its result. A block the person declined never ran: it becomes a Markdown
+cell marked "not run" (with the reason they gave), never a runnable code cell.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lmc.agent.tool_calls import TOOL_DECLINED
+from lmc.agent.tools import DECLINED
 from lmc.errors import LmcError
 from lmc.messages import Message, validate_message
 
@@ -45,15 +48,44 @@ def _nbformat() -> Any:
     return nbformat
 
 
+def declined_blocks(messages: Sequence[Message]) -> dict[int, str]:
+    """Index of each code block or tool call the person declined -> the refusal's text (the
+    output message that follows it says so)."""
+    declined: dict[int, str] = {}
+    for index, message in enumerate(messages[:-1]):
+        after = messages[index + 1]
+        text = str(after.get("content", ""))
+        if (
+            message["role"] == "assistant"
+            and message["type"] in ("code", "tool_call")
+            and after["role"] == "computer"
+            and after.get("format") == "output"
+            and text.startswith((DECLINED, TOOL_DECLINED))
+        ):
+            declined[index] = text.strip()
+    return declined
+
+
+def _not_run_markdown(fmt: object, content: object, refusal: str) -> str:
+    return f"**Not run** ({refusal})\n\n```{fmt}\n{str(content).rstrip()}\n```\n"
+
+
 def to_notebook(messages: Sequence[Message]) -> Any:
     """An ``nbformat`` v4 notebook node of the conversation."""
     nbf = _nbformat().v4
 
+    declined = declined_blocks(messages)
     cells: list[Any] = []
     cell: Any = None  # the code cell that console output and images attach to
     tool: Any = None  # the Markdown cell of a tool call, which its result joins
-    for message in messages:
+    for index, message in enumerate(messages):
         kind, fmt, content = message["type"], message.get("format"), message.get("content")
+        if index - 1 in declined:
+            continue  # the refusal, already in the "not run" cell
+        if index in declined:
+            cell = tool = None
+            cells.append(nbf.new_markdown_cell(_not_run_markdown(fmt, content, declined[index])))
+            continue
         if kind == "tool_call":
             cell = None
             tool = nbf.new_markdown_cell(_tool_call_markdown(str(fmt), str(content)))
@@ -106,9 +138,14 @@ def notebook_text(messages: Sequence[Message]) -> str:
 def to_markdown(messages: Sequence[Message]) -> str:
     """A readable Markdown transcript (images inline as data URIs)."""
     out: list[str] = []
-    for message in messages:
+    declined = declined_blocks(messages)
+    for index, message in enumerate(messages):
         kind, fmt, content = message["type"], message.get("format"), message.get("content")
-        if kind == "message":
+        if index - 1 in declined:
+            continue
+        if index in declined:
+            out.append(_not_run_markdown(fmt, content, declined[index]))
+        elif kind == "message":
             out.append(f"## {_SPEAKER[message['role']]}\n\n{str(content).strip()}\n")
         elif kind == "code":
             out.append(f"```{fmt}\n{str(content).rstrip()}\n```\n")

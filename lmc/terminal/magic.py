@@ -1,7 +1,9 @@
 """The chat's %commands: %reset, %undo, %diff, %checkpoints, %compact, %save, %load, %tokens,
-%verbose, %auto_run, %export, %sandbox, %network, %mcp, %help.
+%verbose, %auto_run, %approvals, %reasoning, %export, %sandbox, %network, %mcp, %help.
 
-Each command is a small function of the chat's state; unknown commands show the help.
+Each command is a small function of the chat's state; unknown commands show the help. A switch
+typed alone shows its state in the words it takes (``network: off``) and changes nothing; a
+change that restarts the kernels says so before it does.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ HELP = """\
 %load [path]           load a conversation saved with %save (default: the newest lmc-*.json)
 %tokens                how much of the model's context the conversation uses
 %verbose [on|off]      show full tracebacks for errors
-%auto_run on|off       run code without asking (on) or ask before each block (off)
+%auto_run [on|off]     run code without asking (on) or ask before each block (off)
+%approvals [remove N]  the rules that approve blocks without asking (a, r, approve.allow)
+%reasoning [show|hide] show the model's reasoning, or one line of it while it thinks
 %export [path.ipynb]   export the conversation as a notebook (.md: Markdown, .json: LMC)
 %sandbox [off|workspace|read-only]  how code is contained (restarts the kernels)
 %network [on|off]      network for sandboxed code (restarts the kernels)
 %mcp [read|attach|prompt ...]  the MCP servers' tools, resources and prompts (%mcp help)
+A switch given alone (%network, %verbose, ...) shows its state and changes nothing.
 %help                  this help
 Esc-Enter: new line · Ctrl-C: stop the model or the code · Ctrl-D: quit"""
 
@@ -46,6 +51,7 @@ class ChatState:
     confirmer: Confirmer
     say: Callable[[str], None]
     verbose: bool = False
+    renderer: Any = None  # the chat's renderer (%reasoning)
     #: Text to add to the next message (%mcp attach, %mcp prompt).
     attachments: list[str] = field(default_factory=list)
 
@@ -59,9 +65,7 @@ def _default_name(state: ChatState, suffix: str) -> Path:
     return Path(f"lmc-{ident}{suffix}")
 
 
-def _on_off(value: str | None, current: bool) -> bool | None:
-    if value is None:
-        return not current
+def _on_off(value: str) -> bool | None:
     lowered = value.lower()
     if lowered in ("on", "true", "yes", "1"):
         return True
@@ -149,23 +153,71 @@ def _tokens(state: ChatState, args: list[str]) -> None:
         state.say(f"context size: {reason}")
 
 
+def _state(on: bool) -> str:
+    return "on" if on else "off"
+
+
 def _verbose(state: ChatState, args: list[str]) -> None:
-    value = _on_off(args[0] if args else None, state.verbose)
+    if not args:
+        state.say(f"verbose: {_state(state.verbose)}")
+        return
+    value = _on_off(args[0])
     if value is None:
         state.say("usage: %verbose [on|off]")
         return
     state.verbose = value
-    state.say(f"verbose {'on: errors show tracebacks' if value else 'off'}")
+    state.say(f"verbose: {'on (errors show tracebacks)' if value else 'off'}")
 
 
 def _auto_run(state: ChatState, args: list[str]) -> None:
-    value = _on_off(args[0], state.confirmer.auto_run) if args else None
+    if not args:
+        state.say(f"auto_run: {_state(state.confirmer.auto_run)}")
+        return
+    value = _on_off(args[0])
     if value is None:
-        now = "on" if state.confirmer.auto_run else "off"
-        state.say(f"usage: %auto_run on|off (now {now})")
+        state.say(f"usage: %auto_run on|off (now {_state(state.confirmer.auto_run)})")
         return
     state.confirmer.auto_run = value
     state.say("code runs without asking" if value else "lmc asks before running code")
+
+
+def _approvals(state: ChatState, args: list[str]) -> None:
+    approvals = state.confirmer.approvals
+    if args and args[0] in ("remove", "rm", "del") and len(args) == 2:
+        try:
+            rule = approvals.remove(args[1])
+        except ValueError as exc:
+            state.say(str(exc))
+            return
+        if rule.saved:
+            from lmc.config import config_path
+            from lmc.terminal.saved_rules import remove_saved_rule
+
+            remove_saved_rule(config_path(), rule.text)
+        state.say(f"removed: {rule.describe()}")
+        return
+    if args:
+        state.say("usage: %approvals [remove N|RULE]")
+        return
+    lines = approvals.lines()
+    state.say(
+        "approval rules (they spare the question, never widen the sandbox):\n" + "\n".join(lines)
+        if lines
+        else "no approval rules: every block is asked about (answer a or r to add one)"
+    )
+
+
+def _reasoning(state: ChatState, args: list[str]) -> None:
+    renderer = state.renderer
+    shown = bool(getattr(renderer, "show_reasoning", False))
+    if not args:
+        state.say(f"reasoning: {'show' if shown else 'hide'}")
+        return
+    if args[0] not in ("show", "hide") or renderer is None:
+        state.say("usage: %reasoning [show|hide]")
+        return
+    renderer.show_reasoning = args[0] == "show"
+    state.say(f"reasoning: {args[0]}")
 
 
 def _export(state: ChatState, args: list[str]) -> None:
@@ -177,6 +229,7 @@ def _export(state: ChatState, args: list[str]) -> None:
 
 
 def _change_sandbox(state: ChatState, mode: str | None, network: bool | None) -> None:
+    state.say("this change restarts the kernels: their variables and imports are lost…")
     lost = state.interpreter.set_sandbox(mode, network=network)
     policy = state.interpreter.computer.sandbox
     restarted = (
@@ -194,7 +247,7 @@ def _sandbox(state: ChatState, args: list[str]) -> None:
     if not args:
         policy = getattr(state.interpreter.computer, "sandbox", None)
         now = policy.describe() if policy is not None else "unknown"
-        state.say(f"{now}\nusage: %sandbox {'|'.join(MODES)}")
+        state.say(f"{now}\nchange it with %sandbox {'|'.join(MODES)}")
         return
     _change_sandbox(state, args[0], None)
 
@@ -202,9 +255,12 @@ def _sandbox(state: ChatState, args: list[str]) -> None:
 def _network(state: ChatState, args: list[str]) -> None:
     policy = getattr(state.interpreter.computer, "sandbox", None)
     current = bool(policy is not None and policy.network)
-    value = _on_off(args[0] if args else None, current)
+    if not args:
+        state.say(f"network: {_state(current)}")
+        return
+    value = _on_off(args[0])
     if value is None:
-        state.say(f"usage: %network on|off (now {'on' if current else 'off'})")
+        state.say(f"usage: %network on|off (now {_state(current)})")
         return
     _change_sandbox(state, None, value)
 
@@ -230,6 +286,8 @@ _COMMANDS: dict[str, Callable[[ChatState, list[str]], None]] = {
     "tokens": _tokens,
     "verbose": _verbose,
     "auto_run": _auto_run,
+    "approvals": _approvals,
+    "reasoning": _reasoning,
     "export": _export,
     "sandbox": _sandbox,
     "network": _network,

@@ -10,6 +10,7 @@ once, statically, into the scrollback.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,33 @@ class _TextView:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         self.renders += 1
         yield self.build()
+
+
+class _Thinking:
+    """The one-line live status while the model reasons out of sight: a spinner, the seconds
+    it has thought and its latest complete line of reasoning, cut to the terminal's width."""
+
+    def __init__(self, view: _TextView, clock: Callable[[], float] = time.monotonic) -> None:
+        self.view = view
+        self.clock = clock
+        self.started = clock()
+        self._spinner = Spinner("dots")
+
+    def seconds(self) -> int:
+        return int(self.clock() - self.started)
+
+    def line(self) -> str:
+        text = self.view.text
+        complete = text[: text.rfind("\n")] if "\n" in text else ""
+        lines = [line.strip() for line in complete.split("\n") if line.strip()]
+        latest = f" · {lines[-1]}" if lines else ""
+        return f"thinking {self.seconds()}s{latest}"
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        text = Text(self.line(), style="dim", no_wrap=True, overflow="ellipsis")
+        text.truncate(max(options.max_width - 3, 10), overflow="ellipsis")
+        self._spinner.update(text=text)
+        yield self._spinner
 
 
 class _CodeView:
@@ -191,6 +219,7 @@ class RichRenderer(BlockRenderer):
         self._text: _TextView | None = None
         self._code: _CodeView | None = None
         self._spinning = False
+        self._thinking: _Thinking | None = None
 
     # -- the live region ------------------------------------------------------------------
     def _show(self, view: RenderableType) -> None:
@@ -226,12 +255,11 @@ class RichRenderer(BlockRenderer):
             self._spinning = True
 
     def pause(self) -> None:
-        """Freeze the screen before a question: print the code being asked about."""
-        if self._code is not None and not self._code.code_printed and not self._code.running:
-            self._print(self._code.code_panel())
+        """Freeze the screen before a question; the confirm view then shows the code (with
+        line numbers, head and tail), so it is not printed here a second time."""
+        if self._code is not None and not self._code.running:
             self._code.code_printed = True
-        else:
-            self._stop_live()
+        self._stop_live()
 
     def edited(self, code: str) -> None:
         """The person edited the code before running it: show (and highlight) the new code."""
@@ -256,7 +284,9 @@ class RichRenderer(BlockRenderer):
             self._show(self._code)
         elif block == "reasoning" and not self.show_reasoning:
             self._text = _TextView(block)
-            self.waiting()
+            self._thinking = _Thinking(self._text)
+            self._show(self._thinking)
+            self._spinning = True
         else:
             self._text = _TextView(block)
             self._show(self._text)
@@ -278,6 +308,10 @@ class RichRenderer(BlockRenderer):
             return
         view_text, self._text = self._text, None
         if block == "reasoning" and not self.show_reasoning:
+            thinking, self._thinking = self._thinking, None
+            if thinking is not None:  # folded to one line; %reasoning show expands it
+                summary = f"thought for {thinking.seconds()}s (%reasoning show shows it)"
+                self._print(Text(summary, style="dim"))
             return
         if view_text is None:
             return

@@ -368,7 +368,8 @@ def test_the_step_limit_stops_the_loop(make_interpreter: MakeInterpreter) -> Non
     )
     chunks = list(interpreter.chat("loop", stream=True, display=False))
     assert len(backend.generations) == 2
-    assert "Stopped after 2 tool calls" in said(chunks)
+    assert "Stopped at the step limit: 2 tool calls" in said(chunks)
+    assert "--max-steps" in said(chunks)
     # lmc's own words are a computer message, not the code's output.
     assert interpreter.messages[-1]["type"] == "message"
     assert interpreter.messages[-1]["role"] == "computer"

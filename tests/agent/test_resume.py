@@ -151,9 +151,10 @@ def test_killed_mid_execution_keeps_the_call_and_resumes_consistently(
     resumed, backend = make_interpreter(
         [FINAL.format("Resumed.")], conversation_id=info.id, db_path=db
     )
-    assert resumed.messages[-1]["content"].startswith("The run was cut off")
+    assert resumed.messages[-2]["content"].startswith("The run was cut off")
+    assert "the python kernel is fresh" in resumed.messages[-1]["content"]  # told, resumed
     assert resumed.chat("what happened?", display=False)[-1]["content"] == "Resumed."
     assert (
         "time.sleep(60)<|call|><|start|>python to=assistant<|channel|>analysis<|message|>"
-        "The run was cut off: lmc stopped before it finished.<|end|><|start|>user"
+        "The run was cut off: lmc stopped before it finished.<|end|><|start|>developer"
     ) in backend.prompts[0]

@@ -76,22 +76,19 @@ def test_run_reads_the_prompt_from_stdin(
     assert history.stdout.rstrip().endswith("hi")
 
 
-def test_json_without_a_terminal_runs_nothing_and_says_so(
+def test_json_without_a_terminal_stops_at_the_first_block_and_says_so(
     lmc_env: dict[str, str], tiny_model: Path, replay: Replay, tmp_path: Path
 ) -> None:
     target = tmp_path / "made.txt"
     path = replay(code(f"open({str(target)!r}, 'w').write('x')"), final("Not made."))
     result = _run(lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "--json", "make it")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 1
     chunks = [json.loads(line) for line in result.stdout.splitlines()]  # nothing but JSON
     assert chunks[0]["role"] in ("assistant", "computer")
-    confirmations = [c for c in chunks if c["type"] == "confirmation"]
-    assert len(confirmations) == 1
-    outputs = "".join(c.get("content", "") for c in chunks if c.get("format") == "output")
-    assert "declined" in outputs
+    assert chunks[-1]["type"] == "confirmation"  # the stream stops where it would ask
     assert not target.exists()
-    assert "code not run: confirmation is on and there is no terminal" in result.stderr
-    assert chunks[-1] == {"role": "assistant", "type": "message", "end": True}
+    assert result.stderr.count("\n") == 1
+    assert "a block needs your confirmation and there is no terminal to ask" in result.stderr
 
 
 def test_yes_runs_the_code(
@@ -142,7 +139,9 @@ def test_step_limit_from_config_file(
     path = replay(code("1 + 1"))
     result = _run(lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "-y", "add")
     assert result.exit_code == 3
-    assert result.stderr.startswith("lmc: no final answer: Stopped after 1 tool calls")
+    first = "lmc: no final answer: Stopped at the step limit: 1 tool call in one message"
+    assert result.stderr.startswith(first)
+    assert "--max-steps N" in result.stderr
     assert len(result.stderr.splitlines()) == 1
 
 

@@ -206,16 +206,17 @@ def test_run_calls_the_tool_in_plain_and_json_output(
     ]
 
 
-def test_without_a_terminal_a_tool_call_is_declined_and_no_mcp_drops_the_servers(
+def test_without_a_terminal_a_tool_call_stops_the_run_and_no_mcp_drops_the_servers(
     lmc_env: dict[str, str], tiny_model: Path, replay: Replay
 ) -> None:
     _config(lmc_env, _toml_table("mcp.servers.toy", toy_stdio()))
     path = replay(call("toy__remember", '{"note": "x"}'), final("Declined."))
     result = _run(lmc_env, "run", "-m", str(tiny_model), "--replay", str(path), "--json", "go")
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 1  # nobody to ask: stopped, not declined silently
+    assert "a tool call needs your confirmation and there is no terminal to ask" in result.stderr
     chunks = [json.loads(line) for line in result.stdout.splitlines()]
-    outputs = "".join(c.get("content", "") for c in chunks if c.get("format") == "output")
-    assert outputs == "The user declined this tool call.\n"
+    assert chunks[-1]["type"] == "confirmation"  # the tool was never called
+    assert not any(c.get("format") == "output" for c in chunks)
 
     path = replay(call("toy__add", '{"a": 1, "b": 1}'), final("No such tool."))
     result = _run(

@@ -58,13 +58,15 @@ def test_mcp_without_servers_says_so() -> None:
 
 def test_without_a_terminal_a_tool_call_is_not_called_code() -> None:
     # On main the person read "code not run" for an MCP tool call.
-    from lmc.terminal.confirm import Confirmer
+    from lmc.terminal.confirm import Confirmer, NoTerminalError
 
     said: list[str] = []
     confirmer = Confirmer(auto_run=False, ask=None, say=said.append)
     block = {"type": "tool_call", "format": "toy.add", "content": '{"a": 1}'}
-    assert confirmer(block) is False
-    assert said == [
-        "tool call not made: confirmation is on and there is no terminal to ask (pass -y to "
-        "call tools without asking, or auto_approve them in the server's table)"
-    ]
+    with pytest.raises(NoTerminalError) as raised:  # nobody to ask: stop, never decline silently
+        confirmer(block)
+    assert str(raised.value) == (
+        "a tool call needs your confirmation and there is no terminal to ask: pass -y to call "
+        "tools without asking (or auto_approve them in the server's table), or run lmc where "
+        "it can ask"
+    )

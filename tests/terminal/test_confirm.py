@@ -1,17 +1,20 @@
-"""Confirm-before-execute: the answers y, n, e, a, and no terminal at all."""
+"""Confirm-before-execute: the answers y, n (+reason), e, a, r (rules), and no terminal."""
 
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from lmc.agent.approvals import Declined, parse_rule
 from lmc.messages import confirmation_chunk
-from lmc.terminal.confirm import NO_TERMINAL, Confirmer, edit_in_editor
+from lmc.terminal.confirm import Confirmer, NoTerminalError, edit_in_editor
 
 BLOCK = {"type": "code", "format": "python", "content": "print(34 / 24)"}
+SHELL = {"type": "code", "format": "shell", "content": "git status"}
 
 
 def _asker(*answers: str) -> tuple[list[str], Callable[[str], str]]:
@@ -37,18 +40,62 @@ def _confirmer(
     return confirmer, asked, said
 
 
-def test_yes_and_no() -> None:
-    confirmer, asked, _ = _confirmer("y", "n", " YES ", "no")
-    assert [confirmer(BLOCK) for _ in range(4)] == [True, False, True, False]
-    assert len(asked) == 4
+def test_yes_and_no_with_and_without_a_reason() -> None:
+    confirmer, asked, _ = _confirmer("y", "n", "", " YES ", "no", "it deletes files", "n too slow")
+    answers = [confirmer(BLOCK) for _ in range(5)]
+    assert answers == [True, Declined(""), True, Declined("it deletes files"), Declined("too slow")]
+    assert asked[2].startswith("Why not?")  # n asks for the reason, Enter skips it
+    assert len(asked) == 7
 
 
-def test_all_runs_this_and_later_blocks_without_asking() -> None:
-    confirmer, asked, said = _confirmer("a")
+def test_all_approves_this_kind_of_block_for_the_session() -> None:
+    confirmer, asked, said = _confirmer("a", "y")
     assert confirmer(BLOCK) is True
-    assert confirmer(BLOCK) is True
-    assert confirmer.auto_run and len(asked) == 1
-    assert "every later code block" in said[0]
+    assert confirmer(BLOCK) is True  # python again: not asked
+    assert len(asked) == 1 and not confirmer.auto_run
+    assert "every python block (this session)" in said[0]
+    assert confirmer(SHELL) is True  # another language is still asked about
+    assert len(asked) == 2
+    assert confirmer.approvals.lines() == ["1. every python block (this session)"]
+
+
+def test_a_prefix_rule_approves_only_plain_commands_with_that_prefix() -> None:
+    confirmer, asked, said = _confirmer("r", "", "s")  # the offered prefix, for the session
+    assert confirmer(SHELL) is True
+    assert asked[1] == "Approve which command prefix or language? [git status] "
+    assert "approved commands `git status` for this session" in said[-1]
+    n = len(asked)
+    assert confirmer({**SHELL, "content": "git status --short\ngit status"}) is True
+    assert len(asked) == n  # approved by the rule
+    for risky in ("git status; rm -rf ~", "git status && curl x", "git statusx", "git log"):
+        asked_now, ask = _asker()
+        confirmer.ask = ask
+        assert confirmer({**SHELL, "content": risky}) is False, risky  # asked; no answer
+        assert len(asked_now) == 1, risky
+
+
+def test_a_rule_kept_forever_is_saved_in_the_config(tmp_path: Path) -> None:
+    from lmc.terminal.saved_rules import remove_saved_rule, save_rule
+
+    config = tmp_path / "config.toml"
+    config.write_text('model = "m.gguf"\n\n[sandbox]\nnetwork = false\n')
+    confirmer, _, said = _confirmer("r", "git", "f")
+    confirmer.save_rule = lambda text: save_rule(config, text)
+    assert confirmer(SHELL) is True
+    assert "forever (approve.allow in" in said[-1]
+    document = tomllib.loads(config.read_text())
+    assert document["approve"]["allow"] == ["git"]
+    assert document["model"] == "m.gguf" and document["sandbox"] == {"network": False}
+    save_rule(config, "python")
+    remove_saved_rule(config, "git")
+    assert tomllib.loads(config.read_text())["approve"]["allow"] == ["python"]
+
+
+def test_a_rule_that_does_not_cover_the_block_is_not_added() -> None:
+    confirmer, _asked, said = _confirmer("r", "ls", "n", "")
+    assert confirmer(SHELL) == Declined("")
+    assert "does not cover this block" in said[0]
+    assert confirmer.approvals.rules == []
 
 
 def test_edit_returns_the_edited_code() -> None:
@@ -82,13 +129,13 @@ def test_auto_run_never_asks() -> None:
     assert confirmer(BLOCK) is True and asked == []
 
 
-def test_no_terminal_declines_and_says_so_once() -> None:
+def test_no_terminal_refuses_instead_of_declining() -> None:
     said: list[str] = []
     confirmer = Confirmer(auto_run=False, ask=None, say=said.append)
-    assert confirmer(BLOCK) is False
-    assert confirmer(BLOCK) is False
-    assert said == [NO_TERMINAL]
-    assert confirmer.declined_without_terminal == 2
+    with pytest.raises(NoTerminalError, match="pass -y"):
+        confirmer(BLOCK)
+    confirmer.approvals.add(parse_rule("python"))
+    assert confirmer(BLOCK) is True  # a rule answers for the person: nothing to ask
 
 
 def test_real_editor_command_edits_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,6 +147,6 @@ def test_failing_editor_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setenv("VISUAL", "false")
     said: list[str] = []
     confirmer = Confirmer(auto_run=False, ask=_asker("e", "n")[1], say=said.append)
-    assert confirmer(BLOCK) is False
+    assert confirmer(BLOCK) == Declined("")
     assert "exited with status 1" in said[0]
     assert os.environ["VISUAL"] == "false"

@@ -73,12 +73,19 @@ def test_undo_tokens_auto_run_verbose(state: tuple[ChatState, list[str]]) -> Non
     assert chat.confirmer.auto_run
     run_magic("%auto_run off", chat)
     assert not chat.confirmer.auto_run
+    # A bare switch shows its state in the words it takes, and changes nothing.
     run_magic("%auto_run", chat)
-    assert said[-1] == "usage: %auto_run on|off (now off)"
+    assert said[-1] == "auto_run: off" and not chat.confirmer.auto_run
     run_magic("%verbose", chat)
+    assert said[-1] == "verbose: off" and not chat.verbose
+    run_magic("%verbose on", chat)
     assert chat.verbose
+    run_magic("%verbose", chat)
+    assert said[-1] == "verbose: on" and chat.verbose
     run_magic("%verbose off", chat)
     assert not chat.verbose
+    run_magic("%approvals", chat)
+    assert said[-1].startswith("no approval rules")
 
 
 def test_unknown_and_help(state: tuple[ChatState, list[str]]) -> None:

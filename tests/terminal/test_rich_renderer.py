@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import time
 from pathlib import Path
 
@@ -119,14 +120,14 @@ def test_active_line_is_highlighted_while_code_runs() -> None:
     assert "48;5;239" not in after  # the finished block is printed without the highlight
 
 
-def test_code_is_printed_once_before_a_question() -> None:
+def test_code_asked_about_is_left_to_the_confirm_view() -> None:
     console, out = _console()
     renderer = RichRenderer(console)
     for chunk in _code("print('hi')"):
         renderer.feed(chunk)
-    renderer.pause()  # what the confirmer does before asking
+    renderer.pause()  # what the confirmer does before drawing its view and asking
     before = out.getvalue()
-    assert "print('hi')" in strip_ansi(before)
+    assert "╭─ python" not in strip_ansi(before)
     for chunk in _console_chunks("hi\n"):
         renderer.feed(chunk)
     renderer.close()
@@ -234,3 +235,35 @@ def test_interrupted_keeps_what_was_shown() -> None:
     text = strip_ansi(out.getvalue())
     assert "zzz" in text and "⏹ interrupted" in text
     assert renderer._live is None  # no live region left behind
+
+
+def test_hidden_reasoning_is_a_live_status_line_then_a_one_line_summary() -> None:
+    from lmc.terminal.rich_renderer import _TextView, _Thinking
+
+    now = [100.0]
+    view = _TextView("reasoning")
+    thinking = _Thinking(view, clock=lambda: now[0])
+    view.parts.append("Let me think about the sum.\nFirst add the tens")
+    now[0] = 112.4
+    assert thinking.line() == "thinking 12s · Let me think about the sum."  # complete lines
+    view.parts.append(".\n")
+    assert thinking.line() == "thinking 12s · First add the tens."
+    console, out = _console(width=40)
+    view.parts.append("x" * 200 + "\n")
+    console.print(thinking)
+    shown = strip_ansi(out.getvalue()).strip().splitlines()
+    assert len(shown) == 1 and shown[0].endswith("…")  # one line, cut to the width
+
+    console, out = _console()
+    renderer = RichRenderer(console)
+    for chunk in (
+        {"role": "assistant", "type": "reasoning", "start": True},
+        {"role": "assistant", "type": "reasoning", "content": "secret musings"},
+        {"role": "assistant", "type": "reasoning", "end": True},
+        {"role": "assistant", "type": "message", "content": "answer"},
+    ):
+        renderer.feed(chunk)
+    renderer.close()
+    text = strip_ansi(out.getvalue())
+    assert re.search(r"thought for \d+s \(%reasoning show shows it\)", text)
+    assert "secret musings" not in text

@@ -65,10 +65,15 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
 
         run_magic("%sandbox", chat)
         assert said[-1].startswith("sandbox workspace: code writes in") and "no network" in said[-1]
+        run_magic("%network", chat)  # a bare switch shows the state and changes nothing
+        assert said[-1] == "network: off" and not _computer(interpreter).sandbox.network
         run_magic("%network on", chat)
         assert _computer(interpreter).sandbox.network
+        assert said[-2].startswith("this change restarts the kernels")  # said before it does
         assert "network on" in said[-1] and "python kernel restarted" in said[-1]
-        run_magic("%network", chat)  # toggles back off; no kernel ran since: nothing lost
+        run_magic("%network", chat)
+        assert said[-1] == "network: on" and _computer(interpreter).sandbox.network
+        run_magic("%network off", chat)  # no kernel ran since: nothing lost
         assert not _computer(interpreter).sandbox.network and "restarted" not in said[-1]
         run_magic("%sandbox off", chat)
         assert _computer(interpreter).sandbox.mode == "off" and said[-1].startswith("sandbox off")

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmc.messages import messages_from_json
+from lmc.messages import Message, messages_from_json
 from lmc.terminal.export import export_conversation, to_markdown, to_notebook
 from lmc.terminal.fold import fold_output
 from lmc.terminal.images import describe_image, detect_protocol, image_size, inline_sequence
@@ -121,3 +121,30 @@ def test_markdown_and_json_exports(tmp_path: Path) -> None:
     assert export_conversation(MESSAGES, tmp_path / "c.ipynb") == "ipynb"
     nbformat.validate(nbformat.read(tmp_path / "c.ipynb", as_version=4))
     assert json.loads((tmp_path / "c.ipynb").read_text())["nbformat"] == 4
+
+
+DECLINED_RUN: list[Message] = [
+    {"role": "user", "type": "message", "content": "clean up"},
+    {"role": "assistant", "type": "code", "format": "shell", "content": "rm -rf build"},
+    {
+        "role": "computer",
+        "type": "console",
+        "format": "output",
+        "content": "The user declined to run this code. Their reason: keep build\n",
+    },
+    {"role": "assistant", "type": "code", "format": "python", "content": "print(1)"},
+    {"role": "computer", "type": "console", "format": "output", "content": "1\n"},
+]
+
+
+def test_declined_blocks_export_as_not_run() -> None:
+    notebook = to_notebook(DECLINED_RUN)
+    nbformat.validate(notebook)
+    kinds = [cell.cell_type for cell in notebook.cells]
+    assert kinds == ["markdown", "markdown", "code"]  # the declined block is not runnable
+    assert notebook.cells[1].source.startswith("**Not run** (The user declined")
+    assert "Their reason: keep build" in notebook.cells[1].source
+    assert "rm -rf build" in notebook.cells[1].source
+    assert notebook.cells[2].source == "print(1)"
+    markdown = to_markdown(DECLINED_RUN)
+    assert "**Not run** (The user declined to run this code. Their reason: keep build)" in markdown

@@ -54,6 +54,8 @@ def test_chat_confirm_decline_run_interrupt_magic_and_quit(chat: tuple[Pane, Pat
     assert "╭─ python" in screen and "open('made.txt', 'w').write('hello')" in screen
     mark = pane.mark()
     pane.type_line("n")
+    pane.wait_for(r"Why not\?", after=mark)
+    pane.type_line("")  # no reason
     pane.wait_for("You declined, so no file was made.", after=mark)
     assert "declined" in pane.screen()[mark:]
     assert not (work / "made.txt").exists()
@@ -110,7 +112,7 @@ def test_chat_confirm_decline_run_interrupt_magic_and_quit(chat: tuple[Pane, Pat
     pane.type_line("%save empty.json")
     pane.wait_for("saved 0 messages", after=mark)
     pane.type_line("%nonsense")
-    pane.wait_for(r"unknown command %nonsense[\s\S]*%auto_run on\|off", after=mark)
+    pane.wait_for(r"unknown command %nonsense[\s\S]*%auto_run \[on\|off\]", after=mark)
 
     # Ctrl-D quits cleanly.
     pane.wait_for(r"^>\s*$", after=mark)

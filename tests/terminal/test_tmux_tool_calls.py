@@ -70,10 +70,12 @@ def test_a_tool_call_is_asked_about_declined_and_edited(chat: tuple[Pane, Path])
     pane, _ = chat
     pane.wait_for(r"^>\s*$", timeout=60)
     pane.type_line("remember something")
-    screen = pane.wait_for(r"Call this tool\? \[y\]es / \[n\]o / \[e\]dit / \[a\]ll", timeout=120)
+    screen = pane.wait_for(r"Call this tool\? \[y\]es \[n\]o \[e\]dit \[a\]lways", timeout=120)
     assert "╭─ toy.remember" in screen and '"note": "first"' in screen
     mark = pane.mark()
     pane.type_line("n")
+    pane.wait_for(r"Why not\?", after=mark)
+    pane.type_line("")
     pane.wait_for("You declined.", after=mark)
     assert "The user declined this tool call." in pane.screen()[mark:]
 

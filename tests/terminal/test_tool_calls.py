@@ -15,7 +15,7 @@ from support.seed_chunks import strip_ansi
 
 from lmc.messages import Chunk, MessageAssembler, confirmation_chunk, validate_message
 from lmc.terminal.artifacts import ArtifactStore
-from lmc.terminal.confirm import TOOL_QUESTION, Confirmer
+from lmc.terminal.confirm import Confirmer, question_for
 from lmc.terminal.export import notebook_text, to_markdown
 from lmc.terminal.plain import PlainRenderer
 from lmc.terminal.rich_renderer import RichRenderer
@@ -114,7 +114,8 @@ def test_the_question_names_a_tool_and_edit_opens_json() -> None:
     assert confirmer(confirmation_chunk("issues.search", ARGS, "tool_call")) == (
         '{"query": "all bugs"}'
     )
-    assert asked == [TOOL_QUESTION, TOOL_QUESTION]
+    assert asked == [question_for(block)] * 2
+    assert asked[0].startswith("Call this tool?")
     assert edits == [("issues.search", ARGS)]
 
 
