@@ -6,55 +6,13 @@ Every wait has a deadline and the server is killed by the test (``kill``), which
 from __future__ import annotations
 
 import os
-import re
 import shlex
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.tmux_testing import ROOT, Pane
 
-
-class Pane:
-    """One tmux session on a private server."""
-
-    def __init__(self, socket: str, session: str = "lmc") -> None:
-        self.socket, self.session = socket, session
-
-    def tmux(self, *args: str) -> str:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False
-        ).stdout
-
-    def screen(self, history: bool = True) -> str:
-        """The pane's text (with the scrollback unless ``history`` is False: what is visible)."""
-        extra = ("-S", "-300") if history else ()
-        return self.tmux("capture-pane", "-p", "-J", *extra, "-t", self.session)
-
-    def send(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", self.session, *keys)
-
-    def type_line(self, text: str) -> None:
-        self.send("-l", text)
-        self.send("Enter")
-
-    def wait_for(self, pattern: str, timeout: float = 60.0, after: int = 0) -> str:
-        """Wait until ``pattern`` appears on screen after character ``after``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if re.search(pattern, screen[after:], re.MULTILINE):
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {pattern!r}; screen:\n{screen}")
-            time.sleep(0.1)
-
-    def mark(self) -> int:
-        return len(self.screen().rstrip())
-
-    def kill(self) -> None:
-        self.tmux("kill-server")
+__all__ = ["ROOT", "Pane", "lmc_env", "start"]
 
 
 def lmc_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 class Pane:
     """One tmux session on a private server."""
 
-    def __init__(self, socket: str, session: str) -> None:
+    def __init__(self, socket: str, session: str = "lmc") -> None:
         self.socket, self.session = socket, session
 
     def tmux(self, *args: str) -> str:
@@ -27,8 +27,10 @@ class Pane:
             ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False
         ).stdout
 
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.session)
+    def screen(self, history: bool = True) -> str:
+        """The pane's text (with the scrollback unless ``history`` is False: what is visible)."""
+        extra = ("-S", "-300") if history else ()
+        return self.tmux("capture-pane", "-p", "-J", *extra, "-t", self.session)
 
     def send(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", self.session, *keys)
@@ -37,7 +39,7 @@ class Pane:
         self.send("-l", text)
         self.send("Enter")
 
-    def wait_for(self, pattern: str, timeout: float = 30.0, after: int = 0) -> str:
+    def wait_for(self, pattern: str, timeout: float = 60.0, after: int = 0) -> str:
         """Wait until ``pattern`` appears on screen after character ``after``."""
         deadline = time.monotonic() + timeout
         while True:
@@ -50,6 +52,9 @@ class Pane:
 
     def mark(self) -> int:
         return len(self.screen().rstrip())
+
+    def kill(self) -> None:
+        self.tmux("kill-server")
 
 
 def start_chat(
