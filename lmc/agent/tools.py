@@ -36,6 +36,7 @@ from lmc.harmony.conversation import (
 from lmc.harmony.json_string import CODE_FIELDS
 from lmc.harmony.to_lmc import call_code, tool_language
 from lmc.harmony.types import Message as HarmonyMessage
+from lmc.messages.schema import CODE_FORMATS
 
 __all__ = [
     "DECLINED",
@@ -56,7 +57,7 @@ __all__ = [
 DECLINED: Final = "The user declined to run this code."
 
 #: Languages reached through function tools (python is the built-in tool).
-FUNCTION_LANGUAGES: Final = ("shell", "javascript", "r", "applescript", "html")
+FUNCTION_LANGUAGES: Final = tuple(lang for lang in CODE_FORMATS if lang != "python")
 
 PYTHON_DESCRIPTION: Final = (
     "Use this tool to execute Python code on the user's computer. The user sees the code and "

@@ -32,6 +32,8 @@ Message = dict[str, Any]
 
 ROLES: Final = ("user", "assistant", "computer")
 
+#: The languages lmc runs, declared once: the computer's table (lmc.computer.languages) has an
+#: entry for each, and the model's function tools (lmc.agent.tools) are these but python.
 CODE_FORMATS: Final = ("python", "shell", "javascript", "r", "applescript", "html")
 
 #: Which formats each type allows. ``None`` means the type carries no format.

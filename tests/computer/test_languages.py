@@ -28,6 +28,17 @@ def test_languages_lists_every_language(bare: Computer) -> None:
     assert bare.languages == ("python", "shell", "javascript", "r", "html", "applescript")
 
 
+def test_the_languages_are_declared_once() -> None:
+    """The computer runs exactly the languages the LMC format names, and the model's function
+    tools are those but python (built in)."""
+    from lmc.agent.tools import FUNCTION_LANGUAGES
+    from lmc.computer.languages import LANGUAGES
+    from lmc.messages.schema import CODE_FORMATS
+
+    assert sorted(language.name for language in LANGUAGES) == sorted(CODE_FORMATS)
+    assert FUNCTION_LANGUAGES == ("shell", "javascript", "r", "applescript", "html")
+
+
 @pytest.mark.parametrize(
     ("alias", "name"),
     [
