@@ -10,6 +10,7 @@ once, statically, into the scrollback.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,6 +62,16 @@ class _Tail:
             yield Segment.line()
 
 
+#: A line that is only a number and a dot or parenthesis ("42."): Markdown reads it as an empty
+#: numbered list item and shows nothing.
+_BARE_NUMBER = re.compile(r"^( {0,3}\d{1,9})([.)])([ \t]*)$", re.MULTILINE)
+
+
+def _numbers_kept(text: str) -> str:
+    """``text`` with bare-number lines escaped, so an answer of "42." shows as 42."""
+    return _BARE_NUMBER.sub(r"\1\\\2\3", text)
+
+
 class _TextView:
     """A message, reasoning, note or user text being written."""
 
@@ -76,7 +87,7 @@ class _TextView:
     def build(self) -> RenderableType:
         text = self.text
         if self.kind == "message":
-            return Markdown(text, code_theme=CODE_THEME)
+            return Markdown(_numbers_kept(text), code_theme=CODE_THEME)
         if self.kind == "reasoning":
             return Group(
                 Text("reasoning", style="dim bold"),

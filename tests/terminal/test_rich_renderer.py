@@ -82,6 +82,36 @@ def test_markdown_is_rendered_not_shown_raw() -> None:
     assert "\x1b[1m" in raw  # bold
 
 
+@pytest.mark.parametrize("answer", ["42.", "The answer is:\n\n42.", "7)"])
+def test_an_answer_that_is_a_bare_number_is_shown(answer: str) -> None:
+    """Markdown reads "42." alone as an empty numbered list item; the answer must still show."""
+    console, out = _console()
+    renderer = RichRenderer(console)
+    for chunk in (
+        {"role": "assistant", "type": "message", "start": True},
+        {"role": "assistant", "type": "message", "content": answer},
+        {"role": "assistant", "type": "message", "end": True},
+    ):
+        renderer.feed(chunk)
+    renderer.close()
+    shown = strip_ansi(out.getvalue())
+    assert answer.splitlines()[-1] in shown
+
+
+def test_real_numbered_lists_stay_lists() -> None:
+    console, out = _console()
+    renderer = RichRenderer(console)
+    for chunk in (
+        {"role": "assistant", "type": "message", "start": True},
+        {"role": "assistant", "type": "message", "content": "1. first\n2. second"},
+        {"role": "assistant", "type": "message", "end": True},
+    ):
+        renderer.feed(chunk)
+    renderer.close()
+    shown = strip_ansi(out.getvalue())
+    assert " 1 first" in shown and " 2 second" in shown
+
+
 def test_live_refresh_is_throttled_not_per_token() -> None:
     """A token never draws by itself: Live's own thread redraws ``refresh_per_second``
     times a second. With a pace of one redraw per 100 s, 300 tokens draw the region twice:
