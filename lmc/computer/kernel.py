@@ -424,6 +424,8 @@ class KernelSession:
                 self.spec.resource_dir,
                 Path(sys.prefix),
                 Path(sys.base_prefix),
+                # Where the kernel's imports come from when lmc runs from a PYTHONPATH.
+                *(Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p),
             ]
             plan = prepare_launch(
                 self.sandbox,

@@ -6,7 +6,9 @@ uvicorn leaves three doors open that an ASGI app cannot close from inside:
   the headers must be complete within ``header_timeout`` seconds of the connection (or of
   the first byte of the next request on a kept-alive one), else it is closed;
 - connections are accepted without bound: past ``max_connections`` a new connection is
-  answered ``503`` at once and closed, before anything is read;
+  answered ``503`` and closed as soon as its request head has arrived, or at the header
+  timeout (answering before the head is read makes the client's send race the close, and
+  some clients then see a reset instead of the 503);
 - the websocket frame limit is one for the whole connection: here frames are held to
   ``pre_auth_max_bytes`` until the app raises the limit after authentication (through the
   ``lmc.frame_limit`` scope extension), so an unauthenticated client cannot make the server
@@ -42,6 +44,10 @@ _BUSY = (
 )
 
 
+#: The most of a refused connection's request head that is read before answering anyway.
+_MAX_HEAD = 16 * 1024
+
+
 class ProtocolLimits:
     """The limits the protocols enforce (see the module docstring)."""
 
@@ -72,15 +78,27 @@ class _GuardedH11(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._header_timer: asyncio.TimerHandle | None = None
+        #: The request head read so far of a connection that will be refused (None: served).
+        self._refusing: bytearray | None = None
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
             self.limits.refused(len(self.connections) - 1)
-            self.transport.write(_BUSY)
-            self.transport.close()
-            return
+            self._refusing = bytearray()
         self._arm()
 
+    def _refuse(self, data: bytes) -> None:
+        """Read the refused connection's request head (never passed on), then answer 503."""
+        assert self._refusing is not None
+        self._refusing += data
+        if b"\r\n\r\n" in self._refusing or len(self._refusing) > _MAX_HEAD:
+            self._disarm()
+            self.transport.write(_BUSY)
+            self.transport.close()
+
     def data_received(self, data: bytes) -> None:
+        if self._refusing is not None:
+            self._refuse(data)
+            return
         super().data_received(data)
         if self.transport.get_protocol() is not self:  # upgraded to a websocket
             self._disarm()
@@ -107,6 +125,8 @@ class _GuardedH11(H11Protocol):
     def _headers_late(self) -> None:
         self._header_timer = None
         if self.transport.get_protocol() is self and not self.transport.is_closing():
+            if self._refusing is not None:  # a refused one hears why, even if it said nothing
+                self.transport.write(_BUSY)
             self.transport.close()
 
 

@@ -193,7 +193,8 @@ def test_unfinished_request_headers_are_closed(serve: Serve) -> None:
 
 def test_a_flood_of_silent_connections_is_refused_or_closed(serve: Serve) -> None:
     """40 connections that never send a byte (the audit's 20,200, scaled down): past the
-    limit each is answered 503 at once; the rest are closed at the header timeout."""
+    limit each is answered 503 (at the header timeout, as they send no request); the rest are
+    closed at the header timeout."""
     served = serve(config_options={"limits": FAST})
     flood = [raw_connection(served) for _ in range(40)]
     answers = [drained(sock) for sock in flood]
