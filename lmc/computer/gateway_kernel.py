@@ -42,6 +42,7 @@ from lmc.computer.kernel import (
 )
 from lmc.computer.kernelspecs import kernels_dir
 from lmc.computer.sandbox import SandboxPolicy
+from lmc.computer.starting import BackgroundStart
 from lmc.errors import ComputerError
 
 __all__ = ["GatewayKernel"]
@@ -87,24 +88,19 @@ def tracker_installer() -> str:
     return _INSTALL_TRACKER.format(source=source)
 
 
-class GatewayKernel:
+class GatewayKernel(BackgroundStart):
     """A kernel the gateway runs, driven over its websocket; one request at a time."""
 
     def __init__(self, config: GatewayConfig, language: str) -> None:
+        super().__init__()
         self.config = config
         self.language = language
         self.kernel_name = config.kernel_name(language)
         self.sandbox: SandboxPolicy | None = None
-        self.started_at: float | None = None
         self.ready_at: float | None = None
         self.kernel_id: str | None = None
         self._client = GatewayClient(config)
         self._session_id = uuid.uuid4().hex
-        self._lock = threading.RLock()
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._error: ComputerError | None = None
-        self._closed = False
         self._stack = contextlib.ExitStack()
         self._socket: Any = None
         self._died: str | None = None  # why it is gone, once it is
@@ -113,28 +109,13 @@ class GatewayKernel:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the kernel on the gateway in a background thread (no-op if started)."""
-        with self._lock:
-            if self._thread is not None or self._closed:
-                return
-            self.started_at = time.monotonic()
-            self._thread = threading.Thread(
-                target=self._boot, name=f"lmc-gateway-{self.language}", daemon=True
-            )
-            self._thread.start()
-
-    def wait_ready(self) -> None:
-        self.start()
-        self._ready.wait()
-        if self._error is not None:
-            raise self._error
-        if self._closed:
-            raise ComputerError(f"the {self.language} kernel was shut down")
+    @property
+    def _start_name(self) -> str:
+        return self.language
 
     @property
-    def ready(self) -> bool:
-        return self._ready.is_set() and self._error is None and not self._closed
+    def _thread_name(self) -> str:
+        return f"lmc-gateway-{self.language}"
 
     @property
     def alive(self) -> bool:

@@ -40,6 +40,7 @@ from typing import IO, Any, Final, Protocol
 from lmc.computer.kernelspecs import KernelSpec, kernels_dir
 from lmc.computer.runtime import default_runtime_dir
 from lmc.computer.sandbox import SandboxLaunch, SandboxPolicy, launch, prepare_launch
+from lmc.computer.starting import BackgroundStart
 from lmc.errors import ComputerError
 
 __all__ = [
@@ -159,7 +160,7 @@ class Kernel(Protocol):
     def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]: ...
 
 
-class KernelSession:
+class KernelSession(BackgroundStart):
     """A kernel process plus the sockets that drive it; one request at a time."""
 
     def __init__(
@@ -172,17 +173,13 @@ class KernelSession:
         start_timeout: float = START_TIMEOUT,
         sandbox: SandboxPolicy | None = None,
     ) -> None:
+        super().__init__()
         self.spec = spec
         self.sandbox = sandbox if sandbox is not None and sandbox.enabled else None
         self._runtime_dir = runtime_dir
         self._cwd = cwd
         self._env = dict(env or {})
         self._start_timeout = start_timeout
-        self._lock = threading.RLock()  # reentrant: interrupt() may run in a signal handler
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._error: ComputerError | None = None
-        self._closed = False
         self._process: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
         self._wake_read, self._wake_write = os.pipe()  # interrupt() wakes a waiting execute()
@@ -204,35 +201,17 @@ class KernelSession:
         self._released = False
         self._ran = False  # code was sent: it may have started children
         self._oom_before_release = False
-        self.started_at: float | None = None
         self.ready_at: float | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start the kernel in a background thread (no-op if already started)."""
-        with self._lock:
-            if self._thread is not None or self._closed:
-                return
-            self.started_at = time.monotonic()
-            self._thread = threading.Thread(
-                target=self._boot, name=f"lmc-start-{self.spec.name}", daemon=True
-            )
-            self._thread.start()
-
-    def wait_ready(self) -> None:
-        """Block until the kernel answers; raise :class:`ComputerError` if it cannot start."""
-        self.start()
-        self._ready.wait()
-        if self._error is not None:
-            raise self._error
-        if self._closed:
-            raise ComputerError(f"the {self.spec.name} kernel was shut down")
+    @property
+    def _start_name(self) -> str:
+        return self.spec.name
 
     @property
-    def ready(self) -> bool:
-        """Started and answering (it may have died since)."""
-        return self._ready.is_set() and self._error is None and not self._closed
+    def _thread_name(self) -> str:
+        return f"lmc-start-{self.spec.name}"
 
     @property
     def alive(self) -> bool:
