@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from support.mcp_servers import free_port, wait_listening
+from support.mcp_servers import free_port, serving_mcp_http
 
 __all__ = ["VERSION", "everything_bin", "everything_http"]
 
@@ -54,19 +54,5 @@ def everything_http() -> Iterator[str]:
     """The server on streamable HTTP on a free loopback port; yields its URL."""
     port = free_port()
     env = {**os.environ, "PORT": str(port)}
-    process = subprocess.Popen(
-        [str(everything_bin()), "streamableHttp"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_listening(port, process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with serving_mcp_http([str(everything_bin()), "streamableHttp"], port, env) as url:
+        yield url

@@ -73,15 +73,12 @@ def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def toy_http() -> Iterator[str]:
-    """The toy server over streamable HTTP (uvicorn) on a free loopback port; yields its URL
-    and ends the server after."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(TOY), "http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def serving_mcp_http(
+    argv: list[str], port: int, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Run an MCP server's ``argv`` listening on ``port``; yield its streamable HTTP URL once
+    it listens, and end it after."""
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_listening(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -92,3 +89,12 @@ def toy_http() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def toy_http() -> Iterator[str]:
+    """The toy server over streamable HTTP (uvicorn) on a free loopback port; yields its URL
+    and ends the server after."""
+    port = free_port()
+    with serving_mcp_http([sys.executable, str(TOY), "http", str(port)], port) as url:
+        yield url
