@@ -26,6 +26,17 @@ def _console(width: int = 80, height: int = 40) -> tuple[Console, io.StringIO]:
     return console, out
 
 
+def _say(renderer: RichRenderer, text: str) -> None:
+    """The model's answer ``text`` as one message, then the end of the turn."""
+    for chunk in (
+        {"role": "assistant", "type": "message", "start": True},
+        {"role": "assistant", "type": "message", "content": text},
+        {"role": "assistant", "type": "message", "end": True},
+    ):
+        renderer.feed(chunk)
+    renderer.close()
+
+
 def _code(code: str, lang: str = "python") -> list[dict[str, object]]:
     return [
         {"role": "assistant", "type": "code", "format": lang, "start": True},
@@ -70,13 +81,7 @@ def test_seed_stream_prints_code_output_and_answer_in_order() -> None:
 def test_markdown_is_rendered_not_shown_raw() -> None:
     console, out = _console()
     renderer = RichRenderer(console)
-    for chunk in (
-        {"role": "assistant", "type": "message", "start": True},
-        {"role": "assistant", "type": "message", "content": "# Title\n\nsome **bold** text"},
-        {"role": "assistant", "type": "message", "end": True},
-    ):
-        renderer.feed(chunk)
-    renderer.close()
+    _say(renderer, "# Title\n\nsome **bold** text")
     raw = out.getvalue()
     assert "**bold**" not in strip_ansi(raw)
     assert "\x1b[1m" in raw  # bold
@@ -87,13 +92,7 @@ def test_an_answer_that_is_a_bare_number_is_shown(answer: str) -> None:
     """Markdown reads "42." alone as an empty numbered list item; the answer must still show."""
     console, out = _console()
     renderer = RichRenderer(console)
-    for chunk in (
-        {"role": "assistant", "type": "message", "start": True},
-        {"role": "assistant", "type": "message", "content": answer},
-        {"role": "assistant", "type": "message", "end": True},
-    ):
-        renderer.feed(chunk)
-    renderer.close()
+    _say(renderer, answer)
     shown = strip_ansi(out.getvalue())
     assert answer.splitlines()[-1] in shown
 
@@ -101,13 +100,7 @@ def test_an_answer_that_is_a_bare_number_is_shown(answer: str) -> None:
 def test_real_numbered_lists_stay_lists() -> None:
     console, out = _console()
     renderer = RichRenderer(console)
-    for chunk in (
-        {"role": "assistant", "type": "message", "start": True},
-        {"role": "assistant", "type": "message", "content": "1. first\n2. second"},
-        {"role": "assistant", "type": "message", "end": True},
-    ):
-        renderer.feed(chunk)
-    renderer.close()
+    _say(renderer, "1. first\n2. second")
     shown = strip_ansi(out.getvalue())
     assert " 1 first" in shown and " 2 second" in shown
 
