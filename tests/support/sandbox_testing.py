@@ -138,9 +138,9 @@ def kill_all(tag: str) -> None:
 
 
 @contextmanager
-def loopback_server() -> Iterator[int]:
-    """A TCP server on 127.0.0.1 that greets each connection with ``hello``; yields its port."""
-    server = socket.create_server(("127.0.0.1", 0))
+def greeting(server: socket.socket, hello: bytes) -> Iterator[None]:
+    """Answer each connection to the listening ``server`` with ``hello`` until the block ends;
+    then close it."""
     server.settimeout(0.2)
     stop = threading.Event()
 
@@ -151,16 +151,24 @@ def loopback_server() -> Iterator[int]:
             except OSError:
                 continue
             with conn:
-                conn.sendall(b"hello\n")
+                conn.sendall(hello)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield server.getsockname()[1]
+        yield
     finally:
         stop.set()
         thread.join()
         server.close()
+
+
+@contextmanager
+def loopback_server() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that greets each connection with ``hello``; yields its port."""
+    server = socket.create_server(("127.0.0.1", 0))
+    with greeting(server, b"hello\n"):
+        yield server.getsockname()[1]
 
 
 #: How a blocked block's explanation line starts.

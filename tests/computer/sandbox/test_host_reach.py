@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import socket
 import tempfile
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.sandbox_testing import FAKE_KEY, Place, output_of, read_code
+from support.sandbox_testing import FAKE_KEY, Place, greeting, output_of, read_code
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import resolve_policy
@@ -27,26 +26,10 @@ def unix_server(path: Path) -> Iterator[Path]:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen()
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"agent-hello\n")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
     try:
-        yield path
+        with greeting(server, b"agent-hello\n"):
+            yield path
     finally:
-        stop.set()
-        thread.join()
-        server.close()
         path.unlink(missing_ok=True)
 
 
