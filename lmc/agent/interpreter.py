@@ -40,7 +40,7 @@ from lmc.agent.tools import (
 from lmc.agent.workspace_api import WorkspaceMixin
 from lmc.backends.base import Backend, BackendConfig, Generation, SamplingSettings
 from lmc.errors import ConfigError, InterpreterClosedError, LmcError
-from lmc.messages import Chunk, Message, validate_message
+from lmc.messages import Block, Chunk, Message, validate_message
 from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Interpreter"]
 
-Confirm = Callable[[dict[str, Any]], Answer]
+Confirm = Callable[[Block], Answer]
 
 #: Kernels started ahead of need (the model's two everyday tools): a shell block then runs
 #: without waiting for its kernel, and one never used costs only its memory until exit.
@@ -514,7 +514,7 @@ class Interpreter(WorkspaceMixin):
                 raise LmcError("this Interpreter is already in a chat; one turn at a time") from exc
 
     def _decider(self, confirm: Confirm | None, stream: bool, renderer: Renderer | None) -> Decide:
-        def decide(block: dict[str, Any]) -> Answer:
+        def decide(block: Block) -> Answer:
             if self.auto_run:
                 return True
             if confirm is not None:
