@@ -41,6 +41,7 @@ __all__ = [
     "confirmation_chunk",
     "flag_of",
     "is_code_format",
+    "text_of",
     "validate_chunk",
     "validate_message",
     "with_text",
@@ -199,3 +200,10 @@ def with_text(base: TextChunk, text: str) -> TextChunk:
     chunk = base.copy()
     chunk["content"] = text
     return chunk
+
+
+def text_of(chunk: Mapping[str, object]) -> str:
+    """The chunk's content when it is text, else "" (a flag, an active line's None, a
+    confirmation's block, a list of changed files)."""
+    content = chunk.get("content")
+    return content if isinstance(content, str) else ""
