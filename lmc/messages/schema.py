@@ -190,8 +190,12 @@ def flag_of(chunk: Chunk, flag: Literal["start", "end"]) -> Chunk:
 
 
 def without_flags(chunk: Chunk) -> Message:
-    """``chunk`` as a message: the same keys less ``start``/``end``."""
-    out = {k: v for k, v in chunk.items() if k not in ("start", "end")}
+    """``chunk`` as a message: its role, type, format (unless None) and content, in that
+    order (as stored and sent, whatever order the chunk had), less ``start``/``end``."""
+    present: dict[str, object] = dict(chunk.items())
+    out = {k: present[k] for k in ("role", "type", "format", "content") if k in present}
+    if "format" in out and out["format"] is None:
+        del out["format"]
     return cast(Message, out)  # the flags are optional in every shape
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, NotRequired, get_args, get_origin, get_type_hints
 
 import pytest
@@ -14,6 +15,7 @@ from lmc.messages import (
     CodeChunk,
     CodeFormat,
     Message,
+    assemble,
     confirmation_chunk,
     flag_of,
     validate_chunk,
@@ -111,3 +113,16 @@ def test_flags_of_a_message_keep_its_role_type_and_format() -> None:
     message: Message = without_flags(ended)
     assert message == code
     assert validate_message(message) == code
+
+
+def test_a_message_keeps_the_order_lmc_always_stored_and_sent() -> None:
+    chunk = validate_chunk(
+        {"content": "hi", "start": True, "format": None, "type": "message", "role": "user"}
+    )
+    assert json.dumps(assemble([chunk])) == (
+        '[{"role": "user", "type": "message", "content": "hi"}]'
+    )
+    output = validate_chunk(
+        {"type": "console", "content": "1\n", "role": "computer", "format": "output"}
+    )
+    assert list(without_flags(output)) == ["role", "type", "format", "content"]
