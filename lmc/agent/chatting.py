@@ -213,4 +213,5 @@ class ChatMixin:
             self.tools.start()
         prestart = getattr(self.computer, "prestart", None)
         if prestart is not None:
-            prestart(PRESTART)
+            # Launched now, connected when the model begins a block (see Loop._warm_kernel).
+            prestart(PRESTART, connect=False)

@@ -17,6 +17,8 @@ __all__ = ["RECEIVE_QUEUE", "KernelChannels"]
 
 #: IOPub messages that may wait in lmc's process (kernels send at most ~256 KB each).
 RECEIVE_QUEUE: Final = 64
+#: How soon a socket tries again to reach a kernel that has not bound it yet (milliseconds).
+RECONNECT_MS: Final = 10
 
 
 class KernelChannels:
@@ -31,6 +33,9 @@ class KernelChannels:
             # Few messages queue here however fast a kernel prints: memory stays bounded, and
             # a slow consumer pushes back on the kernel's side instead.
             self._context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
+            # A kernel still booting has not bound its sockets yet: ZeroMQ tries again every
+            # RECONNECT_IVL (100 ms by default, a tenth of a second on every first run).
+            self._context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
             client = BlockingKernelClient(
                 connection_file=str(connection_file), context=self._context
             )

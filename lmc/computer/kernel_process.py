@@ -11,6 +11,7 @@ they work inside a sandbox without a network); that one directory is shared into
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -39,23 +40,33 @@ __all__ = [
 KERNEL_ENV: Final = {"PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
 
 
-def write_connection(runtime_dir: Path, kernel_name: str) -> tuple[Path, Path]:
-    """A private folder with a fresh connection file in it: (connection file, log path)."""
-    from jupyter_client.connect import write_connection_file
+#: The channels of a connection file, numbered as jupyter_client numbers ipc sockets in a
+#: fresh folder (``PATH-1`` ... ``PATH-5``).
+_CHANNEL_PORTS: Final = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 
+
+def write_connection(runtime_dir: Path, kernel_name: str) -> tuple[Path, Path]:
+    """A private folder with a fresh connection file in it: (connection file, log path).
+
+    Written here rather than by jupyter_client (whose package import is ~70 ms of lmc's start
+    for a kernel the model may never use): the same JSON its ``write_connection_file`` writes
+    for ipc sockets, readable only by the owner."""
     # Short names: a Unix socket path must fit in about 100 bytes.
     stem = f"k-{kernel_name[:12]}-{uuid.uuid4().hex[:8]}"
     private = runtime_dir / stem
     private.mkdir(mode=0o700)
     connection_file = private / "kernel.json"
-    ipc = os.name == "posix"
-    write_connection_file(
-        str(connection_file),
-        ip=str(private / "s") if ipc else "127.0.0.1",
-        transport="ipc" if ipc else "tcp",
-        key=secrets.token_hex(32).encode(),
+    info: dict[str, object] = {name: n for n, name in enumerate(_CHANNEL_PORTS, start=1)}
+    info.update(
+        ip=str(private / "s"),
+        key=secrets.token_hex(32),
+        transport="ipc",
+        signature_scheme="hmac-sha256",
         kernel_name=kernel_name,
     )
+    descriptor = os.open(connection_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        json.dump(info, file, indent=2)
     return connection_file, runtime_dir / f"{stem}.log"
 
 
@@ -102,23 +113,25 @@ def launch_plan(
 def start_process(
     plan: SandboxLaunch, log: IO[bytes], cwd: Path | None, kernel_name: str
 ) -> subprocess.Popen[bytes]:
-    """Start the kernel process as ``plan`` says, its output going to ``log``."""
-    from jupyter_client.launcher import launch_kernel
+    """Start the kernel process as ``plan`` says, its output going to ``log``: in a session
+    of its own, told lmc's pid (``JPY_PARENT_PID``: ipykernel exits when that parent is
+    gone), as jupyter_client's ``launch_kernel`` starts one on POSIX."""
+    env = {**plan.env, "JPY_PARENT_PID": str(os.getpid())}
 
     def start() -> subprocess.Popen[bytes]:
         try:
-            process: subprocess.Popen[bytes] = launch_kernel(
+            return subprocess.Popen(
                 plan.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log.fileno(),
                 stderr=log.fileno(),
-                env=plan.env,
+                env=env,
                 cwd=None if cwd is None else str(cwd),
                 pass_fds=plan.pass_fds,
+                start_new_session=True,
             )
         finally:
             plan.started()
-        return process
 
     try:
         # From lmc's long-lived launcher thread: bwrap's die-with-parent is tied to the
