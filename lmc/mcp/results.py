@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from lmc.harmony.schema_ts import schema_to_typescript
-from lmc.messages import Chunk, ConsoleChunk, ImageFormat, console_output
+from lmc.messages import Chunk, ConsoleChunk, ImageFormat, console_output, text_of
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
@@ -162,5 +162,5 @@ def prompt_text(result: GetPromptResult) -> str:
     for message in result.messages:
         for chunk in _block_chunks(message.content):
             if chunk["type"] == "console":
-                parts.append(str(chunk["content"]))
+                parts.append(text_of(chunk))
     return "".join(parts).strip()
