@@ -29,31 +29,18 @@ from lmc.agent.run_output import (
     note_message,
     output_message,
 )
+from lmc.agent.sampling import Outcome, Sampler
 from lmc.agent.tool_calls import TOOL_DECLINED, ExternalTools, run_tool_call
 from lmc.agent.tools import DECLINED, ToolCallError, ToolTarget, code_from_call, resolve_call
 from lmc.backends.base import Backend, Generation, SamplingSettings, StopReason
 from lmc.errors import ContextOverflowError, LmcError
-from lmc.harmony import tokens
-from lmc.harmony.events import (
-    ContentDelta,
-    Event,
-    Header,
-    MessageEnded,
-    MessageStarted,
-    ParseProblem,
-    Terminator,
-)
-from lmc.harmony.parser import StreamParser
-from lmc.harmony.to_lmc import LmcMapper, chunk_base
 from lmc.messages import (
     Block,
     Chunk,
     CodeFormat,
     Message,
-    MessageAssembler,
     confirmation_chunk,
     flag_of,
-    with_text,
 )
 
 if TYPE_CHECKING:
@@ -96,14 +83,6 @@ class LoopSettings:
     history_output_limit: int = 100_000
     #: Tokens kept free for the answer when the prompt is trimmed (max_tokens when set).
     answer_reserve: int = 1024
-
-
-@dataclass(slots=True)
-class _Outcome:
-    call: PendingCall | None = None
-    returned: bool = False
-    stop_reason: StopReason | None = None
-    problems: list[str] = field(default_factory=list)
 
 
 #: How the note that ends a turn at the step limit begins (the chat offers to go on).
@@ -240,7 +219,7 @@ class Loop:
                 yield from self.notice(step_limit_note(calls))
                 return
 
-    def _stopped(self, outcome: _Outcome) -> Iterator[Chunk]:
+    def _stopped(self, outcome: Outcome) -> Iterator[Chunk]:
         if outcome.returned:
             return
         reason = outcome.stop_reason
@@ -336,9 +315,9 @@ class Loop:
                 if start is not None:
                     start(str(chunk["format"]))
 
-    def _sample(self, prompt: str) -> Generator[Chunk, None, _Outcome]:
+    def _sample(self, prompt: str) -> Generator[Chunk, None, Outcome]:
         """One generation: stream its chunks, record each message as it ends."""
-        sampler = _Sampler(self)
+        sampler = Sampler(self.record)
         backend = self._backend()
         try:
             generation = backend.generate(prompt, self.settings.sampling, self._cancel)
@@ -347,7 +326,7 @@ class Loop:
                 "Stopped: this exchange no longer fits in the model's context "
                 f"({backend.context_size} tokens)."
             )
-            return _Outcome(returned=True)
+            return Outcome(returned=True)
         pieces = iter(generation)
         try:
             for piece in pieces:
@@ -488,82 +467,3 @@ class Loop:
         for message in messages[:-1]:
             self.record(message, "")
         self.record(messages[-1], self.result(target, told + text))
-
-
-class _Sampler:
-    """One generation's parser, mapper and bookkeeping of raw text per message."""
-
-    def __init__(self, loop: Loop) -> None:
-        self._loop = loop
-        self._parser = StreamParser("assistant")
-        self._mapper = LmcMapper()
-        # The prompt already opened the first message with <|start|>assistant.
-        self._raw: list[str] = [tokens.START + "assistant"]
-        self._pending = ""  # Harmony text of messages that showed nothing, for the next entry
-        self._assembler = MessageAssembler()
-        self._content: list[str] = []
-        self.outcome = _Outcome()
-
-    def feed(self, text: str, special: bool) -> list[Chunk]:
-        self._raw.append(text)
-        return self._handle(self._parser.feed(text, special))
-
-    def finish(self) -> list[Chunk]:
-        chunks = self._handle(self._parser.finish())
-        self._pending = ""  # text that never became a message is not shown to the model
-        return chunks
-
-    def abandon(self) -> None:
-        """Stopped mid-generation: record the partial message, yield nothing."""
-        try:
-            self._handle(self._parser.finish())
-        finally:
-            self._pending = ""
-
-    def _handle(self, events: list[Event]) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for event in events:
-            mapped = self._mapper.feed(event)
-            for chunk in mapped:
-                self._assembler.add(chunk)
-            chunks.extend(mapped)
-            if isinstance(event, MessageStarted):
-                self._content = []
-            elif isinstance(event, ContentDelta):
-                self._content.append(event.text)
-            elif isinstance(event, MessageEnded):
-                self._ended(event.header, event.terminator)
-            elif isinstance(event, ParseProblem):
-                self.outcome.problems.append(event.message)
-        return chunks
-
-    def _ended(self, header: Header, terminator: Terminator) -> None:
-        raw = "".join(self._raw)
-        self._raw = []
-        is_call = header.recipient is not None and header.recipient != "all"
-        if terminator is Terminator.RETURN and raw.endswith(tokens.RETURN):
-            raw = raw[: -len(tokens.RETURN)] + tokens.END  # stored as <|end|>, as Harmony asks
-        elif terminator is Terminator.END_OF_STREAM:
-            # Cut off: the model sees what it wrote, closed; a cut-off call is not shown.
-            raw = "" if is_call else raw + tokens.END
-        messages = self._assembler.messages
-        self._assembler = MessageAssembler()
-        base = chunk_base(header)
-        if not messages and base is not None:
-            messages = [with_text(base, "")]
-        harmony = self._pending + raw
-        first = None
-        for message in messages:
-            index = self._loop.record(message, harmony)
-            harmony = ""
-            first = index if first is None else first
-        self._pending = harmony
-        if terminator is Terminator.CALL and is_call:
-            self.outcome.call = PendingCall(header, "".join(self._content), first, self._pending)
-            self._pending = ""
-        elif terminator is Terminator.CALL:
-            self.outcome.problems.append("a message ended in <|call|> without naming a tool")
-        elif terminator is Terminator.RETURN or (
-            terminator is Terminator.END and header.channel == "final"
-        ):
-            self.outcome.returned = True  # a final answer, even if junk follows it
