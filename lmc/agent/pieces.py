@@ -16,7 +16,14 @@ if TYPE_CHECKING:
     from lmc.browser.tools import BrowserTools
     from lmc.mcp.tools import McpTools
 
-__all__ = ["backend_config", "browser_tools", "mcp_tools", "sandbox_options", "tool_set"]
+__all__ = [
+    "backend_config",
+    "browser_tools",
+    "mcp_tools",
+    "sandbox_limits",
+    "sandbox_options",
+    "tool_set",
+]
 
 
 def backend_config(s: Settings, api_key: str | None) -> BackendConfig:
@@ -43,7 +50,7 @@ def sandbox_options(s: Settings) -> dict[str, Any]:
         "hide": s.sandbox_hide,
         "sandbox_env": s.sandbox_env,
         "sandbox_writable": s.sandbox_writable,
-        "sandbox_limits": _limits(s),
+        "sandbox_limits": sandbox_limits(s),
         "python": s.python,  # the person's own interpreter for the python kernel
     }
 
@@ -95,7 +102,7 @@ def tool_set(*found: ExternalTools | None) -> ExternalTools | None:
     return ToolSet(providers)
 
 
-def _limits(s: Settings) -> Any:
+def sandbox_limits(s: Settings) -> Any:
     """The sandbox's limits when the config changes any (None: the sandbox's defaults)."""
     sizes = (s.sandbox_processes, s.sandbox_memory, s.sandbox_tmp_size, s.sandbox_shm_size)
     if all(value is None for value in sizes):

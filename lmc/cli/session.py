@@ -200,14 +200,10 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
 
 def sandbox_limits(settings: Settings) -> Any:
     """The sandbox's limits: the defaults, with what the config raises or lowers."""
+    from lmc.agent.pieces import sandbox_limits as changed_limits
     from lmc.computer.sandbox import Limits
 
-    return Limits.chosen(
-        settings.sandbox_processes,
-        settings.sandbox_memory,
-        settings.sandbox_tmp_size,
-        settings.sandbox_shm_size,
-    )
+    return changed_limits(settings) or Limits()
 
 
 def sandbox_for(settings: Settings) -> Any:
