@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from lmc.backends._chatlike import ChatLikeBackend
+from lmc.backends._chatlike import ChatLikeBackend, ServerCall
 from lmc.backends._dialogue import (
     HarmonyWriter,
     Prompt,
-    call_key,
     stop_after_answer,
     tool_payload,
 )
@@ -81,7 +80,15 @@ class ChatBackend(ChatLikeBackend):
         return body
 
     def messages(self, prompt: Prompt) -> list[dict[str, Any]]:
-        """The conversation as Chat Completions messages."""
+        """The conversation as Chat Completions messages.
+
+        Each call goes back in an assistant message of its own, followed by its ``tool``
+        message, even when the server made several in one: gpt-oss's chat template (the
+        ``chat_template.jinja`` of openai/gpt-oss-20b, which vLLM, llama.cpp's server and LM
+        Studio apply) renders only ``tool_calls[0]`` of a message and names each result after
+        the call before it, so a message carrying two calls would lose the second. The shape
+        is one the API accepts: every ``tool_call_id`` is answered by a ``tool`` message.
+        """
         out: list[dict[str, Any]] = []
         if prompt.instructions:
             out.append({"role": "system", "content": prompt.instructions})
@@ -191,12 +198,8 @@ class ChatBackend(ChatLikeBackend):
     ) -> Iterator[Piece]:
         named = [calls[i] for i in sorted(calls) if calls[i].name]
         if named and finish != "length":  # a call cut off by the token limit is not run
-            call = named[0]  # one call a step, as the loop runs them
-            arguments = call.arguments or "{}"
-            if call.call_id:
-                self.call_ids[call_key(call.name, arguments)] = call.call_id
-            yield from writer.call(call.name, arguments, self.recipients.get(call.name))
-            generation.stop_reason = StopReason.CALL
+            made = [ServerCall(c.call_id, c.name, c.arguments) for c in named]
+            yield from self.write_calls(writer, made, generation)
             return
         reason = stop_after_answer(writer, finish)
         yield from writer.finish(reason)
