@@ -19,6 +19,7 @@ from support.recorded_parallel import (
     OUTPUTS,
     PARALLEL,
     PARALLEL_SERVERS,
+    ollama_v1_parallel_chat,
 )
 from support.recorded_servers import REASONING, serving
 
@@ -119,3 +120,25 @@ def test_waiting_calls_are_dropped_when_the_prompt_does_not_continue_them(dialec
         assert stop is StopReason.RETURN
         assert len(recorded.bodies(path)) == 4
         assert not backend.waiting  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_calls_each_whole_in_a_chunk_of_their_own_are_two_calls(indexed: bool) -> None:
+    """Ollama's /v1: with an index each, and as it was before its calls had one (all 0)."""
+    routes = {"/v1/chat/completions": ollama_v1_parallel_chat(indexed=indexed)}
+    with serving(routes) as recorded, open_backend(_config(recorded.root, "chat")) as backend:
+        stop, text = _generate(backend, USER + ASSISTANT)
+        assert (stop, text) == (StopReason.CALL, CALL_TEXT.format(code=CODES[0]))
+        after_first = USER + _ran(CODES[0], OUTPUTS[0])
+        stop, text = _generate(backend, after_first + ASSISTANT)
+        assert (stop, text) == (StopReason.CALL, CALL_TEXT.format(code=CODES[1]))
+        stop, text = _generate(backend, after_first + _ran(CODES[1], OUTPUTS[1]) + ASSISTANT)
+        assert stop is StopReason.RETURN and BOTH in text
+        bodies = recorded.bodies("/v1/chat/completions")
+    assert len(bodies) == 2
+    assert [(kind, call_id) for kind, call_id, _ in _conversation("chat", bodies[1])] == [
+        ("call", IDS["ollama"][0]),
+        ("result", IDS["ollama"][0]),
+        ("call", IDS["ollama"][1]),
+        ("result", IDS["ollama"][1]),
+    ]

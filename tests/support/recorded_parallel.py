@@ -16,6 +16,10 @@ one answer is each API's own:
   ``response.function_call_arguments.delta`` / ``.done`` under that item_id and
   output_index, then ``response.output_item.done`` (platform.openai.com/docs/guides/
   function-calling, "Streaming", which keys calls by ``output_index``), in vLLM's envelope.
+- Ollama's ``/v1/chat/completions``: each call whole (id, index, type, name, all its
+  arguments) in a chunk of its own, ``system_fingerprint`` "fp_ollama" (a recorded parallel
+  stream: g0t4/ask-openai.nvim lua/ask-openai/backends/ollama/notes/sses.md), and before
+  Ollama gave its calls an index, the same without ``index`` (ollama/ollama issue #7881).
 - Ollama ``/api/chat``: ``message.tool_calls`` entries ``{id, function {index, name,
   arguments (an object)}}`` with index 0, 1, ... (ollama/ollama docs/capabilities/
   tool-calling.mdx, "Parallel tool calling"; api/types.go ``ToolCall``), and streamed, the
@@ -39,6 +43,7 @@ __all__ = [
     "OUTPUTS",
     "PARALLEL",
     "PARALLEL_SERVERS",
+    "ollama_v1_parallel_chat",
 ]
 
 #: The two calls' code, their outputs, and the answer once both ran.
@@ -84,6 +89,36 @@ def openai_parallel_chat(body: dict[str, Any] | None) -> Reply:
             events.append(_hosted_chunk(delta))
     events.append(_hosted_chunk({}, "tool_calls"))
     return 200, "text/event-stream", sse(*events)
+
+
+def _ollama_v1_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    return (
+        '{"id":"chatcmpl-18","object":"chat.completion.chunk","created":1744446075,'
+        '"model":"gpt-oss:20b","system_fingerprint":"fp_ollama","choices":[{"index":0,'
+        f'"delta":{json.dumps({"role": "assistant", "content": "", **delta})},'
+        f'"finish_reason":{json.dumps(finish)}}}]}}'
+    ).encode()
+
+
+def ollama_v1_parallel_chat(*, indexed: bool) -> Route:
+    """Ollama's /v1 answering with two calls; ``indexed`` False: as before calls had an index."""
+
+    def answer(body: dict[str, Any] | None) -> Reply:
+        if tool_result_seen(body):
+            events = [_ollama_v1_chunk({"content": p}) for p in split(BOTH)]
+            events.append(_ollama_v1_chunk({}, "stop"))
+            return 200, "text/event-stream", sse(*events)
+        events = []
+        for index, (call_id, code) in enumerate(zip(IDS["ollama"], CODES, strict=True)):
+            call: dict[str, Any] = {"id": call_id, "index": index, "type": "function"}
+            if not indexed:
+                del call["index"]
+            call["function"] = {"name": "python", "arguments": _arguments(code)}
+            events.append(_ollama_v1_chunk({"tool_calls": [call]}))
+        events.append(_ollama_v1_chunk({}, "tool_calls"))
+        return 200, "text/event-stream", sse(*events)
+
+    return answer
 
 
 # ----------------------------------------------------------------------------- Responses API
