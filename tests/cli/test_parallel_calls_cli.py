@@ -7,6 +7,7 @@ The servers answer in each dialect's real shape (``support.recorded_parallel`` c
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from support.recorded_parallel import BOTH, CODES, IDS, OUTPUTS, PARALLEL, PARALLEL_SERVERS
@@ -64,3 +65,35 @@ def test_both_calls_of_one_answer_run_and_the_answer_prints(
             arguments = json.loads(arguments)
         assert (tool_call["id"], arguments) == (call_id, {"code": code})
         assert (result_message["tool_call_id"], result_message["content"]) == (call_id, output)
+
+
+def test_each_call_is_confirmed_on_its_own(lmc_env: dict[str, str], tmp_path: Any) -> None:
+    """The person declines the first call and edits the second: the second is still asked
+    about, the edit runs, and both outcomes go back as the calls' results."""
+    from lmc import Interpreter
+
+    asked: list[str] = []
+
+    def confirm(block: dict[str, Any]) -> bool | str:
+        asked.append(str(block["content"]))
+        return False if len(asked) == 1 else "print(6*9)"
+
+    routes, path = PARALLEL_SERVERS["ollama"]
+    with (
+        serving(routes) as recorded,
+        Interpreter(
+            api_base=recorded.root,
+            api_style="ollama",
+            db_path=tmp_path / "api.db",
+            sandbox="off",
+        ) as interpreter,
+    ):
+        messages = interpreter.chat(PARALLEL, display=False, confirm=confirm)
+    assert asked == list(CODES)
+    assert messages[-1]["content"] == BOTH
+    bodies = recorded.bodies(path)
+    assert len(bodies) == 2
+    declined, edited = [m for m in bodies[-1]["messages"] if m["role"] == "tool"]
+    assert declined["content"] == "The user declined to run this code."
+    assert "print(6*9)" in edited["content"] and edited["content"].endswith("54\n")
+    assert [declined["tool_call_id"], edited["tool_call_id"]] == list(IDS["ollama"])
