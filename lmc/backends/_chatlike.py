@@ -78,8 +78,9 @@ class ChatLikeBackend(Backend):
         key, self._key_from = key_source(config)
         self._timeout = config.timeout
         self._client = make_client(config, key)
-        #: (function, arguments) of calls the server made -> the id it gave them.
-        self.call_ids: dict[tuple[str, str], str] = {}
+        #: (function, arguments) of calls the server made -> the ids it gave them, in order
+        #: (the same call made twice has two).
+        self.call_ids: dict[tuple[str, str], list[str]] = {}
         self.recipients: dict[str, str | None] = {}
         #: Calls the server made in its last answer that have not been handed out yet.
         self.waiting: list[ServerCall] = []
@@ -127,7 +128,9 @@ class ChatLikeBackend(Backend):
         """The calls of one answer: their ids kept, the first written, the others waiting."""
         for call in calls:
             if call.call_id:
-                self.call_ids[call_key(call.name, call.arguments or "{}")] = call.call_id
+                ids = self.call_ids.setdefault(call_key(call.name, call.arguments or "{}"), [])
+                if call.call_id not in ids:
+                    ids.append(call.call_id)
         first, *self.waiting = calls
         user, done, _ = self._asked
         self._expected = (user, done + 1, True)

@@ -20,6 +20,7 @@ from support.recorded_parallel import (
     PARALLEL,
     PARALLEL_SERVERS,
     ollama_v1_parallel_chat,
+    openai_parallel_chat,
 )
 from support.recorded_servers import REASONING, serving
 
@@ -141,4 +142,23 @@ def test_calls_each_whole_in_a_chunk_of_their_own_are_two_calls(indexed: bool) -
         ("result", IDS["ollama"][0]),
         ("call", IDS["ollama"][1]),
         ("result", IDS["ollama"][1]),
+    ]
+
+
+def test_the_same_call_made_twice_goes_back_under_both_ids() -> None:
+    twice = (CODES[0], CODES[0])
+    routes = {"/v1/chat/completions": lambda body: openai_parallel_chat(body, twice)}
+    with serving(routes) as recorded, open_backend(_config(recorded.root, "chat")) as backend:
+        assert _generate(backend, USER + ASSISTANT)[0] is StopReason.CALL
+        after_first = USER + _ran(CODES[0], OUTPUTS[0])
+        stop, text = _generate(backend, after_first + ASSISTANT)
+        assert (stop, text) == (StopReason.CALL, CALL_TEXT.format(code=CODES[0]))
+        assert _generate(backend, after_first + _ran(CODES[0], "42 again\n") + ASSISTANT)[1]
+        body = recorded.bodies("/v1/chat/completions")[-1]
+    first_id, second_id = IDS["chat"]
+    assert _conversation("chat", body) == [
+        ("call", first_id, CODES[0]),
+        ("result", first_id, OUTPUTS[0]),
+        ("call", second_id, CODES[0]),
+        ("result", second_id, "42 again\n"),
     ]

@@ -44,6 +44,7 @@ __all__ = [
     "PARALLEL",
     "PARALLEL_SERVERS",
     "ollama_v1_parallel_chat",
+    "openai_parallel_chat",
 ]
 
 #: The two calls' code, their outputs, and the answer once both ran.
@@ -68,7 +69,8 @@ def _arguments(code: str) -> str:
 # -------------------------------------------------------------------------- Chat Completions
 
 
-def openai_parallel_chat(body: dict[str, Any] | None) -> Reply:
+def openai_parallel_chat(body: dict[str, Any] | None, codes: tuple[str, str] = CODES) -> Reply:
+    """Two calls with ``codes`` (the same twice, for a server that made one call twice)."""
     seen = tool_result_seen(body)
     events = [_hosted_chunk({"role": "assistant", "content": "", "refusal": None})]
     events += [_hosted_chunk({"reasoning": p}) for p in split(AFTER_BOTH if seen else REASONING)]
@@ -76,7 +78,7 @@ def openai_parallel_chat(body: dict[str, Any] | None) -> Reply:
         events += [_hosted_chunk({"content": p}) for p in split(BOTH)]
         events.append(_hosted_chunk({}, "stop"))
         return 200, "text/event-stream", sse(*events)
-    for index, (call_id, code) in enumerate(zip(IDS["chat"], CODES, strict=True)):
+    for index, (call_id, code) in enumerate(zip(IDS["chat"], codes, strict=True)):
         first = {
             "index": index,
             "id": call_id,
