@@ -123,15 +123,16 @@ class ResponsesBackend(ChatLikeBackend):
                 yield from writer.answer(str(event.get("delta") or ""))
             elif kind in ("response.output_item.added", "response.output_item.done"):
                 _call_item(event, calls)
-            elif kind == "response.function_call_arguments.delta" and calls:
-                call = calls.get(str(event.get("output_index")), calls[next(reversed(calls))])
-                call["arguments"] += str(event.get("delta") or "")
+            elif kind == "response.function_call_arguments.delta":
+                _arguments_delta(event, calls)
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
                 finish = _finished(event, generation)
                 break
         if finish is None:
             raise ServerAnswer("ended the stream before the response completed")
-        made = [ServerCall(c["call_id"], c["name"], c["arguments"]) for c in calls.values()]
+        made = [
+            ServerCall(c["call_id"], c["name"], c["arguments"]) for c in calls.values() if c["name"]
+        ]
         if made and finish != "length":
             yield from self.write_calls(writer, made, generation)
             return
@@ -144,7 +145,7 @@ def _call_item(event: dict[str, Any], calls: dict[str, dict[str, str]]) -> None:
     """A ``function_call`` output item, kept under its output index; once it is done its
     arguments are complete."""
     item = event.get("item")
-    if not isinstance(item, dict) or item.get("type") != "function_call" or not item.get("name"):
+    if not isinstance(item, dict) or item.get("type") != "function_call":
         return
     key = str(event.get("output_index", item.get("id") or len(calls)))
     call = calls.setdefault(key, {"call_id": "", "name": "", "arguments": ""})
@@ -152,6 +153,15 @@ def _call_item(event: dict[str, Any], calls: dict[str, dict[str, str]]) -> None:
     call["name"] = str(item.get("name") or call["name"])
     if isinstance(item.get("arguments"), str) and item["arguments"]:
         call["arguments"] = item["arguments"]
+
+
+def _arguments_delta(event: dict[str, Any], calls: dict[str, dict[str, str]]) -> None:
+    """A piece of a call's arguments, for the call at its output index (the last one begun
+    when the event names none)."""
+    index = event.get("output_index")
+    call = calls.get(str(index)) if index is not None else calls.get(next(reversed(calls), ""))
+    if call is not None:
+        call["arguments"] += str(event.get("delta") or "")
 
 
 def _finished(event: dict[str, Any], generation: Generation) -> str:
