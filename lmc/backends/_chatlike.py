@@ -143,6 +143,7 @@ class ChatLikeBackend(Backend):
         user, done, _ = place
         self._expected = (user, done + 1, True) if self.waiting else None
         generation = StreamGeneration(0)
+        generation.model_calls = 0
 
         def run() -> Iterator[Piece]:
             arguments = call.arguments or "{}"

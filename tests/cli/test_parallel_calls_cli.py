@@ -89,6 +89,8 @@ def test_each_call_is_confirmed_on_its_own(lmc_env: dict[str, str], tmp_path: An
         ) as interpreter,
     ):
         messages = interpreter.chat(PARALLEL, display=False, confirm=confirm)
+        last, _ = interpreter.token_counts()
+    assert last.calls == 2  # two requests: the second call was not a model call
     assert asked == list(CODES)
     assert messages[-1]["content"] == BOTH
     bodies = recorded.bodies(path)
