@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from lmc.agent.approvals import Answer, Decision, decision_of, refusal_text
 from lmc.agent.history import Entry, Transcript, tool_result_harmony
@@ -44,8 +44,17 @@ from lmc.harmony.events import (
     Terminator,
 )
 from lmc.harmony.parser import StreamParser
-from lmc.harmony.to_lmc import LmcMapper, chunk_kind
-from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
+from lmc.harmony.to_lmc import LmcMapper, chunk_base
+from lmc.messages import (
+    Block,
+    Chunk,
+    CodeFormat,
+    Message,
+    MessageAssembler,
+    confirmation_chunk,
+    flag_of,
+    with_text,
+)
 
 if TYPE_CHECKING:
     from lmc.agent.compaction import Compactor
@@ -56,7 +65,7 @@ __all__ = ["BlockHooks", "ComputerLike", "Decide", "Loop", "LoopSettings"]
 #: Called with the block ``{"type": "code", "format": LANG, "content": CODE}`` (or a
 #: ``tool_call``) before it runs: True runs it, False declines, ``Declined(reason)`` declines
 #: and tells the model why, a string runs that (edited) code instead.
-Decide = Callable[[dict[str, Any]], Answer]
+Decide = Callable[[Block], Answer]
 
 
 class BlockHooks(Protocol):
@@ -182,7 +191,7 @@ class Loop:
         yield from note_chunks(text)
 
     def confirm(
-        self, target: ToolTarget, block: dict[str, Any], decide: Decide | None
+        self, target: ToolTarget, block: Block, decide: Decide | None
     ) -> Generator[Chunk, None, Decision]:
         """The one confirmation path, for code blocks and tool calls alike.
 
@@ -190,11 +199,9 @@ class Loop:
         the answer is no, records and shows the refusal with the person's reason. A consumer
         that stops at the confirmation (or Ctrl-C while asking) leaves the call declined.
         """
-        declined = TOOL_DECLINED if block.get("type") == "tool_call" else DECLINED
+        declined = TOOL_DECLINED if block["type"] == "tool_call" else DECLINED
         try:
-            yield confirmation_chunk(
-                str(block["format"]), str(block["content"]), str(block.get("type", "code"))
-            )
+            yield confirmation_chunk(block)
             decision = Decision(True) if decide is None else decision_of(decide(block))
         except BaseException:
             self.record(output_message(declined + "\n"), self.result(target, declined))
@@ -382,7 +389,7 @@ class Loop:
             code = shown if isinstance(shown, str) else code
         assert target.language is not None
         language = target.language
-        block: dict[str, Any] = {"type": "code", "format": language, "content": code}
+        block: Block = {"type": "code", "format": language, "content": code}
         decision = yield from self.confirm(target, block, decide)
         if not decision.run:
             return
@@ -395,8 +402,10 @@ class Loop:
 
     def replace_entry(self, index: int | None, content: str) -> None:
         """The call's shown message now says what really ran (the person's edit)."""
-        if index is not None:
-            entry = self.transcript.entries[index]
+        if index is None:
+            return
+        entry = self.transcript.entries[index]
+        if entry.message["type"] == "code" or entry.message["type"] == "tool_call":
             entry.message["content"] = content
             self._replace_hook(index, entry)
 
@@ -406,7 +415,7 @@ class Loop:
     def _run(
         self,
         target: ToolTarget,
-        language: str,
+        language: CodeFormat,
         code: str,
         told: str,
         rerun: Iterable[Chunk] | None = None,
@@ -420,15 +429,14 @@ class Loop:
         after = hooks.after_block() if hooks is not None else None
         if after is not None:
             self.record(after, "")
-            flag: Chunk = {k: after[k] for k in ("role", "type", "format") if k in after}
-            yield {**flag, "start": True}
-            yield dict(after)
-            yield {**flag, "end": True}
+            yield flag_of(after, "start")
+            yield after.copy()
+            yield flag_of(after, "end")
 
     def _run_block(
         self,
         target: ToolTarget,
-        language: str,
+        language: CodeFormat,
         code: str,
         told: str,
         rerun: Iterable[Chunk] | None = None,
@@ -540,12 +548,9 @@ class _Sampler:
             raw = "" if is_call else raw + tokens.END
         messages = self._assembler.messages
         self._assembler = MessageAssembler()
-        kind = chunk_kind(header)
-        if not messages and kind is not None:
-            empty: Message = {"role": "assistant", "type": kind[0], "content": ""}
-            if kind[1] is not None:
-                empty["format"] = kind[1]
-            messages = [empty]
+        base = chunk_base(header)
+        if not messages and base is not None:
+            messages = [with_text(base, "")]
         harmony = self._pending + raw
         first = None
         for message in messages:

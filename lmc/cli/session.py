@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from lmc.cli.options import SharedOptions
 from lmc.config import Settings, data_dir, load_settings
 from lmc.errors import LmcError, SandboxUnavailableError
-from lmc.messages import Chunk, Message
+from lmc.messages import Block, Chunk, Message
 from lmc.terminal.base import BlockRenderer
 from lmc.terminal.signals import Terminated
 
@@ -354,7 +354,7 @@ class _Tracker(BlockRenderer):
 
 
 def _chunks(
-    interpreter: Any, message: str | Message, confirm: Callable[[Chunk], Answer]
+    interpreter: Any, message: str | Message, confirm: Callable[[Block], Answer]
 ) -> Iterator[Chunk]:
     return iter(interpreter.chat(message, stream=True, display=False, confirm=confirm))
 
@@ -363,7 +363,7 @@ def run_turn(
     interpreter: Any,
     message: str | Message,
     output: Output,
-    confirm: Callable[[Chunk], Answer],
+    confirm: Callable[[Block], Answer],
 ) -> Turn:
     """Send one message and render its chunks; Ctrl-C stops the turn and keeps the history.
 

@@ -319,8 +319,8 @@ class Computer:
         seen = _Ends()  # error messages are short: the ends of the output are enough
         try:
             for chunk in self._execute(language, session, translator, code, timeout):
-                if chunk.get("format") == "output" and isinstance(chunk.get("content"), str):
-                    seen.add(chunk["content"])
+                if chunk["type"] == "console" and chunk.get("format") == "output":
+                    seen.add(chunk.get("content") or "")
                 yield chunk
         finally:
             with self._lock:
