@@ -15,6 +15,7 @@ from support.recorded_servers import serving
 from typer.testing import CliRunner
 
 from lmc.cli.app import app
+from lmc.messages import Block
 
 BLOCKS = "".join(
     f"```python\n{code}\n```\n{output}" for code, output in zip(CODES, OUTPUTS, strict=True)
@@ -74,7 +75,7 @@ def test_each_call_is_confirmed_on_its_own(lmc_env: dict[str, str], tmp_path: An
 
     asked: list[str] = []
 
-    def confirm(block: dict[str, Any]) -> bool | str:
+    def confirm(block: Block) -> bool | str:
         asked.append(str(block["content"]))
         return False if len(asked) == 1 else "print(6*9)"
 
