@@ -333,7 +333,10 @@ class Interpreter(ChatMixin, WorkspaceMixin):
     def _count_usage(self, generation: Generation) -> None:
         turn = self._loop.transcript.last_user_index() or 0
         usage = TokenUsage(
-            generation.prompt_tokens, generation.completion_tokens, generation.reasoning_tokens, 1
+            generation.prompt_tokens,
+            generation.completion_tokens,
+            generation.reasoning_tokens,
+            generation.model_calls,
         )
         self._usage[turn] = self._usage.get(turn, TokenUsage()) + usage
         if self._conversation_id is not None:
