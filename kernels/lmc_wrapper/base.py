@@ -22,6 +22,7 @@ a subclass forwards it while its code runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -133,7 +134,9 @@ class KernelBase:
         self._publish(push or self._main_push, "status", {"execution_state": state}, parent)
 
     def _receive(self, socket: zmq.Socket[bytes], dispatch: Callable[[Message], None]) -> None:
-        frames = socket.recv_multipart()
+        self._handle(socket.recv_multipart(), dispatch)
+
+    def _handle(self, frames: list[bytes], dispatch: Callable[[Message], None]) -> None:
         try:
             message = self.wire.unpack(frames)
         except WireError as exc:
@@ -156,11 +159,11 @@ class KernelBase:
         shell = self._channels.sockets["shell"]
         self._parent = message.header
         self._publish_status("busy", message.header)
-        abort = False
+        waiting: list[list[bytes]] = []
         try:
             msg_type = message.msg_type
             if msg_type == "execute_request":
-                abort = self._execute_request(shell, message)
+                waiting = self._execute_request(shell, message)
             elif msg_type == "shutdown_request":
                 self._shutdown_request(shell, message, self._main_push)
             elif msg_type == "comm_open":
@@ -170,14 +173,15 @@ class KernelBase:
                 self._answer(shell, message)
         finally:
             self._publish_status("idle", message.header)
-        if abort:
-            self._abort_waiting(shell)
+        if waiting:
+            self._abort(waiting)
 
-    def _execute_request(self, shell: zmq.Socket[bytes], message: Message) -> bool:
-        """Run the request; whether the execute requests waiting behind it are to be aborted."""
+    def _execute_request(self, shell: zmq.Socket[bytes], message: Message) -> list[list[bytes]]:
+        """Run the request; after an error with ``stop_on_error``, the requests that were
+        already waiting when it ended (taken before the reply, which lets the client send more)."""
         if self._aborting:
             self._reply(shell, message, {"status": "aborted", "execution_count": None})
-            return False
+            return []
         content = message.content
         code = str(content.get("code", ""))
         silent = bool(content.get("silent", False))
@@ -193,16 +197,20 @@ class KernelBase:
             self.publish("error", error)
             reply = {"status": "error", **error}
         reply.setdefault("execution_count", self.execution_count)
-        self._reply(shell, message, reply)
+        waiting: list[list[bytes]] = []
         stop_on_error = bool(content.get("stop_on_error", True))
-        return reply["status"] == "error" and stop_on_error and not silent
+        if reply["status"] == "error" and stop_on_error and not silent:
+            while shell.poll(0, zmq.POLLIN):
+                waiting.append(shell.recv_multipart())
+        self._reply(shell, message, reply)
+        return waiting
 
-    def _abort_waiting(self, shell: zmq.Socket[bytes]) -> None:
-        """Answer the execute requests already waiting ``aborted`` (others as usual)."""
+    def _abort(self, waiting: list[list[bytes]]) -> None:
+        """Handle requests that waited behind an error: execute requests are ``aborted``."""
         self._aborting = True
         try:
-            while shell.poll(0, zmq.POLLIN):
-                self._receive(shell, self._dispatch_shell)
+            for frames in waiting:
+                self._handle(frames, self._dispatch_shell)
         finally:
             self._aborting = False
 
@@ -319,9 +327,15 @@ class KernelBase:
         try:
             self.do_shutdown()
         finally:
-            self._stop_control.send(b"stop")
+            with contextlib.suppress(zmq.Again):  # the control thread may be over already
+                self._stop_control.send(b"stop", zmq.NOBLOCK)
             self._control.join(5)
             self._publisher.stop(self._main_push)
+            if self._control.is_alive() or self._publisher.alive:
+                # A thread is stuck (an IOPub reader that stopped reading): terminating the
+                # context would wait for its sockets forever.
+                print("lmc kernel: a thread did not end; exiting", file=sys.stderr, flush=True)
+                os._exit(0)
             for socket in (self._main_push, self._wake, self._stop_control):
                 socket.close()
             self._channels.close()

@@ -11,6 +11,7 @@ client knows at once that it hears IOPub.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -36,6 +37,8 @@ SOCKET_TYPES = {
 QUEUE_LIMIT = 64
 #: Milliseconds a closing socket may spend delivering what it still holds.
 LINGER_MS = 1000
+#: Milliseconds the IOPub thread gets to forward what is queued when the kernel ends.
+STOP_TIMEOUT_MS = 5000
 _STOP = b"stop"
 
 
@@ -79,8 +82,11 @@ class Channels:
             chose_ports |= port != given
             info[f"{name}_port"] = port
             self.sockets[name] = socket
-        if chose_ports:
-            path.write_text(json.dumps(info, indent=2))
+        if chose_ports:  # atomically: a client may be polling the file for the ports
+            partial = path.with_name(f".{path.name}.{os.getpid()}")
+            partial.write_text(json.dumps(info, indent=2))
+            partial.chmod(0o600)
+            os.replace(partial, path)
         self.wire = WireSession(
             str(info.get("key", "")).encode(), str(info.get("signature_scheme", "hmac-sha256"))
         )
@@ -119,8 +125,14 @@ class Publisher:
 
     def stop(self, push: zmq.Socket[bytes]) -> None:
         """Forward what was queued, then end the thread; ``push`` is the caller's socket."""
-        push.send(_STOP)
-        self._thread.join(5)
+        push.sndtimeo = STOP_TIMEOUT_MS
+        with contextlib.suppress(zmq.Again):
+            push.send(_STOP)
+        self._thread.join(STOP_TIMEOUT_MS / 1000)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def _forward(self) -> None:
         poller = zmq.Poller()
