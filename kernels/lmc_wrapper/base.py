@@ -98,7 +98,6 @@ class KernelBase:
 
     def serve(self) -> None:
         """Answer requests until a shutdown request; then end everything and return."""
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
         self._publisher.start()
         self._control.start()
         self._publish_status("starting", {})
@@ -347,9 +346,10 @@ def main(kernel_class: type[KernelBase], argv: list[str]) -> None:
     if len(argv) != 3 or argv[1] != "-f":
         print(f"usage: {argv[0]} -f CONNECTION_FILE", file=sys.stderr)
         raise SystemExit(2)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # until a run forwards it to the code
     try:
         kernel = kernel_class(argv[2])
-    except (OSError, ValueError, zmq.ZMQError) as exc:
+    except Exception as exc:  # no bash, no node, a bad connection file: one line in the log
         print(f"lmc kernel: cannot start with {argv[2]}: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
     kernel.serve()

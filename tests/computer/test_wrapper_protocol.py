@@ -318,3 +318,18 @@ def test_ports_of_zero_are_chosen_and_written_back(tmp_path: Path) -> None:
         if process.poll() is None:
             os.killpg(process.pid, 9)
             process.wait()
+
+
+@pytest.mark.parametrize("argv", [["-f", "/nonexistent/kernel.json"], []])
+def test_a_kernel_that_cannot_start_says_why_in_one_line(argv: list[str]) -> None:
+    script = KERNELS / "lmc_shell" / "lmc_shell_kernel.py"
+    done = subprocess.run(
+        [sys.executable, str(script), *argv],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode in (1, 2)
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith(("lmc kernel: cannot start with", "usage:"))
