@@ -600,7 +600,8 @@ class Interpreter(WorkspaceMixin):
             self.tools.start()
         prestart = getattr(self.computer, "prestart", None)
         if prestart is not None:
-            prestart(PRESTART)
+            # Launched now, connected when the model begins a block (see Loop._warm_kernel).
+            prestart(PRESTART, connect=False)
 
     def cancel(self) -> None:
         """Stop the model (or the running code) from another thread; the turn ends quietly."""

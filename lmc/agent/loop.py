@@ -320,6 +320,15 @@ class Loop:
 
     # -- sampling ----------------------------------------------------------------------------
 
+    def _warm_kernel(self, chunks: list[Chunk]) -> None:
+        """A code block began: its kernel gets ready while the model writes the code (a
+        prestarted kernel connects only then; see :meth:`lmc.computer.Computer.start`)."""
+        for chunk in chunks:
+            if chunk["type"] == "code" and chunk.get("start") and chunk.get("format"):
+                start = getattr(self._computer(), "start", None)  # a computer of the tests'
+                if start is not None:
+                    start(str(chunk["format"]))
+
     def _sample(self, prompt: str) -> Generator[Chunk, None, _Outcome]:
         """One generation: stream its chunks, record each message as it ends."""
         sampler = _Sampler(self)
@@ -336,6 +345,7 @@ class Loop:
         try:
             for piece in pieces:
                 chunks = sampler.feed(piece.text, piece.special)
+                self._warm_kernel(chunks)
                 yield from chunks
             yield from sampler.finish()
         except BaseException:

@@ -117,21 +117,9 @@ class OllamaBackend(ChatLikeBackend):
                 raise ServerAnswer(f"sent a message that is not an object: {line[:80]}")
             yield from writer.reason(str(message.get("thinking") or ""))
             yield from writer.answer(str(message.get("content") or ""))
-            for item in message.get("tool_calls") or []:
-                function = item.get("function") if isinstance(item, dict) else None
-                if call is None and isinstance(function, dict) and function.get("name"):
-                    arguments = function.get("arguments")
-                    text = (
-                        arguments
-                        if isinstance(arguments, str)
-                        else json.dumps(arguments or {}, ensure_ascii=False)
-                    )
-                    call = (str(item.get("id") or ""), str(function["name"]), text)
+            call = call or _first_call(message)
             if event.get("done"):
-                done_reason = str(event.get("done_reason") or "stop")
-                generation.prompt_tokens = int(event.get("prompt_eval_count") or 0)
-                generation.prompt_tokens_evaluated = generation.prompt_tokens
-                generation.completion_tokens = int(event.get("eval_count") or 0)
+                done_reason = _record_done(event, generation)
                 break
         if lines == 0:
             raise ServerAnswer("closed the stream without sending anything")
@@ -142,11 +130,37 @@ class OllamaBackend(ChatLikeBackend):
             yield from writer.call(name, arguments, self.recipients.get(name))
             generation.stop_reason = StopReason.CALL
             return
-        if done_reason == "length":
-            reason = StopReason.MAX_TOKENS
-        elif done_reason is not None and writer.text:
-            reason = StopReason.RETURN
-        else:
-            reason = StopReason.END_OF_STREAM
+        reason = _stop_reason(done_reason, wrote_text=bool(writer.text))
         yield from writer.finish(reason)
         generation.stop_reason = reason
+
+
+def _first_call(message: dict[str, Any]) -> tuple[str, str, str] | None:
+    """The first named tool call of a streamed message, as (id, name, arguments JSON)."""
+    for item in message.get("tool_calls") or []:
+        function = item.get("function") if isinstance(item, dict) else None
+        if isinstance(function, dict) and function.get("name"):
+            arguments = function.get("arguments")
+            text = (
+                arguments
+                if isinstance(arguments, str)
+                else json.dumps(arguments or {}, ensure_ascii=False)
+            )
+            return (str(item.get("id") or ""), str(function["name"]), text)
+    return None
+
+
+def _record_done(event: dict[str, Any], generation: Generation) -> str:
+    """Take the token counts from the last event; its done reason (``stop`` when absent)."""
+    generation.prompt_tokens = int(event.get("prompt_eval_count") or 0)
+    generation.prompt_tokens_evaluated = generation.prompt_tokens
+    generation.completion_tokens = int(event.get("eval_count") or 0)
+    return str(event.get("done_reason") or "stop")
+
+
+def _stop_reason(done_reason: str | None, *, wrote_text: bool) -> StopReason:
+    if done_reason == "length":
+        return StopReason.MAX_TOKENS
+    if done_reason is not None and wrote_text:
+        return StopReason.RETURN
+    return StopReason.END_OF_STREAM

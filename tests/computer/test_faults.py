@@ -104,9 +104,9 @@ def test_kernel_that_died_while_idle_is_replaced_before_the_next_run() -> None:
 
 
 def test_interrupt_ignored_restarts_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lmc.computer import kernel
+    from lmc.computer import run_watch
 
-    monkeypatch.setattr(kernel, "INTERRUPT_GRACE", 1.0)
+    monkeypatch.setattr(run_watch, "INTERRUPT_GRACE", 1.0)
     code = (
         "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         "print('stubborn', flush=True)\ntime.sleep(60)"
