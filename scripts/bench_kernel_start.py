@@ -12,7 +12,7 @@ directory) and measured:
   child apart, on its own line: the same in both);
 - first run: an ``execute_request`` (``echo 1`` / ``1``) to its reply, once ready.
 
-    python scripts/bench_kernel_start.py [--runs 9] [--baseline REV] [--reconnect-ms 100]
+    python scripts/bench_kernel_start.py [--runs 9] [--baseline REV] [--reconnect-ms 10]
 """
 
 from __future__ import annotations
@@ -221,9 +221,9 @@ def main() -> int:
     parser.add_argument(
         "--reconnect-ms",
         type=int,
-        default=100,
-        help="the client's ZeroMQ reconnect interval (100: ZeroMQ's default, which lmc keeps);"
-        " the client connects before the kernel binds, as lmc's does",
+        default=10,
+        help="the client's ZeroMQ reconnect interval (10, as lmc's kernel sockets; ZeroMQ's"
+        " default is 100); the client connects before the kernel binds",
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lmc-bench-baseline-") as scratch:
