@@ -1,7 +1,7 @@
 """What starting one wrapper kernel (lmc_shell, lmc_javascript) costs, lean base against ipykernel.
 
 For each kernel, runs interleaved: the kernels/ of this tree and of a baseline git revision
-(by default de70bdf, the last one whose wrapper kernels subclassed ipykernel's Kernel), each
+(by default a711c13, main before the lean base: its wrapper kernels subclass ipykernel's), each
 started as lmc starts it (``python3 SCRIPT -f CONNECTION_FILE``, ZeroMQ ``ipc`` in a private
 directory) and measured:
 
@@ -35,7 +35,7 @@ import zmq
 from jupyter_client.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
-BASELINE = "de70bdf"
+BASELINE = "a711c13"
 KERNELS = {"lmc_shell": "echo 1", "lmc_javascript": "1"}
 CHANNELS = {
     "shell": zmq.DEALER,
