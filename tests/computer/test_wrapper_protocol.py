@@ -120,6 +120,7 @@ def test_requests_waiting_behind_an_error_are_aborted_on_stop_on_error(
     )
     second = client.execute("echo second")
     third = client.kernel_info()
+    time.sleep(0.5)  # both reach the kernel's queue while the first still waits for the gate
     gate.touch()
     replies: dict[str, dict[str, Any]] = {}
     while len(replies) < 3:
