@@ -141,7 +141,11 @@ class KernelBase:
         except WireError as exc:
             print(f"lmc kernel: dropped a message: {exc}", file=sys.stderr, flush=True)
             return
-        dispatch(message)
+        try:
+            dispatch(message)
+        except Exception as exc:  # a bug of the kernel's own: logged, the kernel goes on
+            print(f"lmc kernel: failed on a {message.msg_type}:", file=sys.stderr)
+            traceback.print_exception(exc, file=sys.stderr)
 
     def _reply(self, socket: zmq.Socket[bytes], request: Message, content: dict[str, Any]) -> None:
         reply_type = request.msg_type.removesuffix("_request") + "_reply"

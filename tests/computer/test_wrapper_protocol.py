@@ -3,10 +3,12 @@ driven by jupyter_client's BlockingKernelClient as any non-lmc client would."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -23,6 +25,7 @@ from support.processes import descendants, wait_gone
 pytestmark = pytest.mark.timeout(120)
 
 TIMEOUT = 15.0
+CHANNEL_NAMES = ("shell", "iopub", "stdin", "control", "hb")
 
 
 @pytest.fixture(scope="module")
@@ -293,7 +296,7 @@ def test_ports_of_zero_are_chosen_and_written_back(tmp_path: Path) -> None:
         "ip": "127.0.0.1",
         "key": "secret",
         "signature_scheme": "hmac-sha256",
-        **{f"{name}_port": 0 for name in ("shell", "iopub", "stdin", "control", "hb")},
+        **{f"{name}_port": 0 for name in CHANNEL_NAMES},
     }
     connection.write_text(json.dumps(info))
     script = KERNELS / "lmc_shell" / "lmc_shell_kernel.py"
@@ -334,3 +337,58 @@ def test_a_kernel_that_cannot_start_says_why_in_one_line(argv: list[str]) -> Non
     assert done.returncode in (1, 2)
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith(("lmc kernel: cannot start with", "usage:"))
+
+
+def test_the_kernel_ends_when_its_kernel_manager_is_gone(tmp_path: Path) -> None:
+    """A kernel manager killed outright (JPY_PARENT_PID names it) takes its kernel along."""
+    connection = tmp_path / "kernel.json"
+    info = {
+        "transport": "ipc",
+        "ip": str(tmp_path / "kernel"),
+        "key": "secret",
+        "signature_scheme": "hmac-sha256",
+        **{
+            f"{name}_port": n
+            for n, name in enumerate(("shell", "iopub", "stdin", "control", "hb"), 1)
+        },
+    }
+    connection.write_text(json.dumps(info))
+    script = KERNELS / "lmc_shell" / "lmc_shell_kernel.py"
+    manager = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, subprocess, sys, time\n"
+            "env = {**os.environ, 'JPY_PARENT_PID': str(os.getpid())}\n"
+            "kernel = subprocess.Popen([sys.executable, *sys.argv[1:]], env=env,"
+            " start_new_session=True, stdin=subprocess.DEVNULL)\n"
+            "print(kernel.pid, flush=True)\n"
+            "time.sleep(600)",
+            str(script),
+            "-f",
+            str(connection),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    client = BlockingKernelClient()
+    kernel = 0
+    try:
+        assert manager.stdout is not None
+        kernel = int(manager.stdout.readline())
+        client.load_connection_file(str(connection))
+        client.start_channels()
+        client.wait_for_ready(timeout=TIMEOUT)
+        started = {kernel, *descendants(kernel)}
+        assert len(started) > 1  # the kernel and its bash
+        manager.kill()
+        manager.wait()
+        assert wait_gone(started, timeout=TIMEOUT) == set()
+    finally:
+        client.stop_channels()
+        if manager.poll() is None:
+            manager.kill()
+            manager.wait()
+        if kernel:  # still there when the test failed: its process group goes (bash dies with it)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(kernel, signal.SIGKILL)
