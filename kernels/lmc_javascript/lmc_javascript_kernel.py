@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # kernels/: the shared lmc_wrapper
 
+from lmc_wrapper.base import main
 from lmc_wrapper.kernel import WrapperKernel, exit_description
 from node_session import Failed, Finished, NodeSession, NodeStartError, Result
 
@@ -35,7 +36,7 @@ class JavaScriptKernel(WrapperKernel):
     implementation = "lmc_javascript"
     implementation_version = "0.1.0"
     banner = "lmc JavaScript kernel: one persistent node"
-    language_info = {  # noqa: RUF012 - class attribute, as ipykernel expects
+    language_info = {  # noqa: RUF012 - replaced, never mutated
         "name": "javascript",
         "mimetype": "application/javascript",
         "file_extension": ".js",
@@ -43,8 +44,8 @@ class JavaScriptKernel(WrapperKernel):
         "pygments_lexer": "javascript",
     }
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+    def __init__(self, connection_file: str) -> None:
+        super().__init__(connection_file)
         self._node = self._wrapped = NodeSession()
         self._start_problem: str | None = None
         self._start()
@@ -72,7 +73,8 @@ class JavaScriptKernel(WrapperKernel):
                 finished = event
         if finished.exited:
             text = f"node {exit_description(finished.status)}; the next run starts a new node"
-            self._start()
+            if not self.stopping:  # not when a shutdown request ended it
+                self._start()
             return self._fail("NodeExited", text, [text])
         if failure is not None:
             return self._fail(failure.ename, failure.evalue, failure.traceback)
@@ -94,10 +96,4 @@ class JavaScriptKernel(WrapperKernel):
 
 
 if __name__ == "__main__":
-    from ipykernel.kernelapp import IPKernelApp
-    from lmc_wrapper.iopub import hold_output_for_slow_readers
-
-    app = IPKernelApp.instance(kernel_class=JavaScriptKernel)
-    app.initialize()  # type: ignore[no-untyped-call]
-    hold_output_for_slow_readers(app)
-    app.start()  # type: ignore[no-untyped-call]
+    main(JavaScriptKernel, sys.argv)

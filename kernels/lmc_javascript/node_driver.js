@@ -61,6 +61,40 @@ function waitForAck() {
   }
 }
 
+// -- console output ----------------------------------------------------------------------
+
+// process.stdout/stderr are net.Sockets on a pipe: a write the pipe cannot take at once is
+// queued in node's memory, and an interrupt (breakOnSigint terminates the script wherever it
+// is) landing inside console.log's Writable bookkeeping left the stream marked "writing", so
+// every later write was queued behind a callback that never came: the kernel lost that node's
+// console output for all later runs (and a tight console.log loop piled up megabytes that
+// leaked into the next runs). Each write is therefore one plain blocking fs.writeSync to the
+// fd: no stream state for an interrupt to tear, and a fast printer waits for the reader.
+const SLEEP = new Int32Array(new SharedArrayBuffer(4));
+
+function writeAll(fd, data) {
+  let offset = 0;
+  while (offset < data.length) {
+    try {
+      offset += fs.writeSync(fd, data, offset);
+    } catch (err) {
+      if (err.code !== 'EAGAIN') throw err;
+      Atomics.wait(SLEEP, 0, 0, 1); // the pipe is full (the fd is non-blocking): wait 1 ms
+    }
+  }
+}
+
+function writeDirectly(stream, fd) {
+  stream._handle?.setBlocking?.(true);
+  stream.write = function write(chunk, encoding, callback) {
+    if (typeof encoding === 'function') [callback, encoding] = [encoding, undefined];
+    const data = typeof chunk === 'string' ? Buffer.from(chunk, encoding || 'utf8') : chunk;
+    writeAll(fd, data);
+    if (typeof callback === 'function') process.nextTick(callback, null);
+    return true;
+  };
+}
+
 // -- the REPL-like global scope ----------------------------------------------------------
 
 function installGlobals() {
@@ -270,6 +304,8 @@ function formatError(err) {
 
 // -- main --------------------------------------------------------------------------------
 
+writeDirectly(process.stdout, 1);
+writeDirectly(process.stderr, 2);
 installGlobals();
 let queue = Promise.resolve();
 // A socket, not an fs stream: a thread-pool read blocked on a pipe would hold up process.exit.

@@ -23,6 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # kernels/: the shared lmc_wrapper
 
 from bash_session import BashSession, Finished
+from lmc_wrapper.base import main
 from lmc_wrapper.kernel import WrapperKernel, exit_description
 
 __all__ = ["ShellKernel"]
@@ -32,7 +33,7 @@ class ShellKernel(WrapperKernel):
     implementation = "lmc_shell"
     implementation_version = "0.1.0"
     banner = "lmc shell kernel: one persistent bash"
-    language_info = {  # noqa: RUF012 - traitlets-style class attribute, as ipykernel expects
+    language_info = {  # noqa: RUF012 - replaced, never mutated
         "name": "bash",
         "mimetype": "text/x-sh",
         "file_extension": ".sh",
@@ -40,8 +41,8 @@ class ShellKernel(WrapperKernel):
         "pygments_lexer": "bash",
     }
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+    def __init__(self, connection_file: str) -> None:
+        super().__init__(connection_file)
         self._bash = self._wrapped = BashSession()
         self._bash.start()
 
@@ -50,7 +51,7 @@ class ShellKernel(WrapperKernel):
         for event in self._relay(code, silent):
             if isinstance(event, Finished):
                 finished = event
-        if finished.exited:
+        if finished.exited and not self.stopping:  # not when a shutdown request ended it
             self._bash.restart()
         error = _error_content(finished)
         if error is None:
@@ -73,10 +74,4 @@ def _error_content(finished: Finished) -> dict[str, Any] | None:
 
 
 if __name__ == "__main__":
-    from ipykernel.kernelapp import IPKernelApp
-    from lmc_wrapper.iopub import hold_output_for_slow_readers
-
-    app = IPKernelApp.instance(kernel_class=ShellKernel)
-    app.initialize()  # type: ignore[no-untyped-call]
-    hold_output_for_slow_readers(app)
-    app.start()  # type: ignore[no-untyped-call]
+    main(ShellKernel, sys.argv)

@@ -5,8 +5,9 @@ thousand wait for a slow subscriber. Printing hundreds of MB while lmc (or the p
 terminal behind it) reads more slowly lost output, and when the lost message was the run's
 idle status, the run never ended. With ``XPUB_NODROP`` the send waits instead: the IOPub
 thread waits for lmc, ipykernel's stream flush waits for the IOPub thread, and so ``print``
-waits. Memory stays bounded on both sides and nothing is lost. Used by every lmc kernel
-(the Python kernel loads this file by path, so ``kernels/`` never lands on its sys.path).
+waits. Memory stays bounded on both sides and nothing is lost. Used by the Python kernel,
+which loads this file by path, so ``kernels/`` never lands on its sys.path (the wrapper
+kernels' own IOPub thread, ``channels.py``, sets the same option).
 """
 
 from __future__ import annotations

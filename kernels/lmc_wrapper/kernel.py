@@ -1,20 +1,21 @@
-"""The ipykernel side both wrapper kernels share: a :class:`PipeSession`'s events as messages.
+"""The side both wrapper kernels share: a :class:`PipeSession`'s events as Jupyter messages.
 
 Every message goes on IOPub with the execute request as parent: ``stream`` for
 :class:`Output` (not when ``silent``), ``lmc_active_line`` for :class:`ActiveLine` and
 ``{"line": null}`` once the run is over, ``error`` plus an error ``execute_reply`` for a
 failure. SIGINT (``interrupt_mode: signal``) is forwarded to the session while code runs.
+The protocol itself is :mod:`lmc_wrapper.base` (pyzmq only, no ipykernel).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from typing import Any
 
-from ipykernel.kernelbase import Kernel
-
+from lmc_wrapper.base import KernelBase
 from lmc_wrapper.session import ActiveLine, Output, PipeSession
 
 __all__ = ["WrapperKernel", "exit_description", "forwarding_sigint"]
@@ -37,7 +38,7 @@ def forwarding_sigint(session: PipeSession) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-class WrapperKernel(Kernel):
+class WrapperKernel(KernelBase):
     """A Jupyter kernel relaying one :class:`PipeSession`; a subclass sets ``_wrapped``.
 
     The subclass implements :meth:`_execute` for non-blank code and may relay events of its
@@ -46,24 +47,20 @@ class WrapperKernel(Kernel):
 
     _wrapped: PipeSession
 
-    async def do_execute(
-        self,
-        code: str,
-        silent: bool,
-        store_history: bool = True,
-        user_expressions: dict[str, Any] | None = None,
-        allow_stdin: bool = False,
-        *,
-        cell_meta: dict[str, Any] | None = None,
-        cell_id: str | None = None,
-    ) -> dict[str, Any]:
+    def do_execute(self, code: str, silent: bool) -> dict[str, Any]:
         if not code.strip():
             return self._ok()
         return self._execute(code, silent)
 
-    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+    def do_shutdown(self) -> None:
         self._wrapped.close()
-        return {"status": "ok", "restart": restart}
+
+    def kill_child(self) -> None:
+        wrapped: PipeSession | None = getattr(self, "_wrapped", None)
+        process = None if wrapped is None else wrapped._process
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
 
     def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         raise NotImplementedError
@@ -104,12 +101,4 @@ class WrapperKernel(Kernel):
         return {"status": "error", "execution_count": self.execution_count, **content}
 
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
-        if self.session is None:
-            return
-        self.session.send(
-            self.iopub_socket,
-            msg_type,
-            content,
-            parent=self.get_parent(),  # type: ignore[no-untyped-call]
-            ident=self._topic(msg_type),  # type: ignore[no-untyped-call]
-        )
+        self.publish(msg_type, content)

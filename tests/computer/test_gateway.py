@@ -227,8 +227,43 @@ def test_a_language_the_gateway_has_no_kernel_for_is_one_line(remote: Computer) 
     assert text.count("\n") == 1
 
 
+WRAPPERS = {"python": "python3", "shell": "lmc_shell", "javascript": "lmc_javascript"}
+
+
+def test_lmc_wrapper_kernels_run_on_the_gateway_with_active_lines_and_interrupts(
+    gateway: KernelGateway,
+) -> None:
+    # The gateway starts lmc's own shell and JavaScript kernels (the lean protocol base) from
+    # their kernelspecs and relays their messages, lmc_active_line included.
+    with Computer(gateway=_config(gateway, kernels=WRAPPERS), sandbox="off") as computer:
+        chunks = collect(computer, "shell", "x=41\necho $((x + 1))\necho two >&2")
+        assert output_of(chunks) == "42\ntwo\n"
+        assert active_lines(chunks) == [1, 2, 3]
+        chunks = collect(computer, "javascript", "let y = 6\nconsole.log(y * 7)\ny")
+        assert output_of(chunks) == "42\n6\n"
+        assert active_lines(chunks) == [1, 2, 3]
+        chunks = []
+        interrupted = False
+        for chunk in computer.run("shell", "echo spinning; sleep 60"):
+            chunks.append(chunk)
+            if not interrupted and "spinning" in output_of(chunks):
+                interrupted = True
+                computer.interrupt()
+        assert interrupted
+        assert "interrupted" in output_of(chunks)
+        assert output_of(collect(computer, "shell", "echo $x")) == "41\n"
+        names = sorted(kernel["name"] for kernel in gateway.kernels())
+        assert names == ["lmc_javascript", "lmc_shell"]
+    assert gateway.wait_for_kernels(0) == []
+
+
 def test_check_names_the_token_the_url_or_the_kernelspec(gateway: KernelGateway) -> None:
-    assert check_gateway(_config(gateway)) == {"python3": "python", "broken": "python"}
+    assert check_gateway(_config(gateway)) == {
+        "python3": "python",
+        "broken": "python",
+        "lmc_shell": "bash",
+        "lmc_javascript": "javascript",
+    }
     with pytest.raises(ComputerError, match=r"refused the token \(HTTP 40[13]\)"):
         check_gateway(_config(gateway, token="wrong"))
     with pytest.raises(ComputerError, match=r"wants a token .*LMC_KERNEL_GATEWAY_TOKEN"):

@@ -209,3 +209,24 @@ def test_empty_code_is_a_no_op(node: KernelDriver) -> None:
     run = node.run("  \n")
     assert run.reply["status"] == "ok"
     assert run.messages == []
+
+
+def test_output_of_later_runs_arrives_after_an_interrupt_inside_console_log(
+    node: KernelDriver,
+) -> None:
+    # An interrupt landing inside console.log left node's stdout stream marked as writing:
+    # the later runs' output queued behind a callback that never came (and megabytes the loop
+    # had queued leaked into them instead).
+    loop = "for (let i = 0; ; i++) console.log('x'.repeat(100) + i)"
+    for _ in range(2):
+        run = node.run(loop, interrupt_after=0.5, timeout=15)
+        assert run.errors[0]["ename"] == "KeyboardInterrupt"
+        assert run.text().startswith("x" * 100 + "0\n")
+        later = node.run("console.log('after'); process.stderr.write('err\\n'); 7")
+        assert later.events == [
+            ("line", 1),
+            ("stdout", "after\n"),
+            ("stderr", "err\n"),
+            ("result", "7"),
+            ("line", None),
+        ]

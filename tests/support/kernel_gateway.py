@@ -2,8 +2,9 @@
 
 ``start_kernel_gateway(tmp)`` runs ``jupyter kernelgateway`` from lmc's own venv on a free
 port with a token and ``list_kernels`` on (so a test can check ``GET /api/kernels`` from
-outside), its Jupyter dirs under ``tmp`` and two kernelspecs: a stock ``python3`` (ipykernel
-from the same venv) and ``broken`` (a kernel that exits at once). ``start_enterprise_gateway``
+outside), its Jupyter dirs under ``tmp`` and these kernelspecs: a stock ``python3`` (ipykernel
+from the same venv), lmc's ``lmc_shell`` and ``lmc_javascript`` (from this checkout, on the
+same python) and ``broken`` (a kernel that exits at once). ``start_enterprise_gateway``
 does the same with Enterprise Gateway 3.3 from a venv of its own. The gateway and its
 kernels share a new process group, which :meth:`KernelGateway.stop` kills;
 :meth:`KernelGateway.kill` kills the gateway alone (a gateway that goes away mid-session)
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from support.kernel_testing import KERNELS
 from support.processes import descendants, wait_gone
 
 __all__ = [
@@ -95,9 +97,14 @@ class KernelGateway:
         assert not left, f"kernels of the gateway survived it: {sorted(left)}"
 
 
-def _python_only_kernels(data_dir: Path, python: str = sys.executable) -> Path:
-    """A kernels dir holding a ``python3`` spec (ipykernel on ``python``) and a
-    ``broken`` one whose kernel exits at once."""
+#: lmc's wrapper kernels, which the gateways serve too (run by the gateway's ``python``).
+WRAPPER_KERNELS = ("lmc_shell", "lmc_javascript")
+
+
+def _gateway_kernels(data_dir: Path, python: str = sys.executable) -> Path:
+    """A kernels dir holding a ``python3`` spec (ipykernel on ``python``), lmc's wrapper
+    kernels (on ``python``, from this checkout's kernels/) and a ``broken`` one whose kernel
+    exits at once."""
     spec_dir = data_dir / "kernels" / "python3"
     spec_dir.mkdir(parents=True)
     spec = {
@@ -107,6 +114,12 @@ def _python_only_kernels(data_dir: Path, python: str = sys.executable) -> Path:
         "interrupt_mode": "signal",
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    for name in WRAPPER_KERNELS:
+        wrapper = json.loads((KERNELS / name / "kernel.json").read_text())
+        script = KERNELS / name / Path(wrapper["argv"][1]).name
+        wrapper["argv"] = [python, str(script), *wrapper["argv"][2:]]
+        (data_dir / "kernels" / name).mkdir()
+        (data_dir / "kernels" / name / "kernel.json").write_text(json.dumps(wrapper))
     broken = data_dir / "kernels" / "broken"  # a kernel that exits at once
     broken.mkdir()
     argv = [python, "-c", "import sys; sys.exit(3)", "{connection_file}"]
@@ -132,6 +145,7 @@ def start_kernel_gateway(tmp: Path, *, token: str = TOKEN) -> KernelGateway:
         "--KernelSpecManager.ensure_native_kernel=False",
         "--KernelSpecManager.allowed_kernelspecs=python3",
         "--KernelSpecManager.allowed_kernelspecs=broken",
+        *(f"--KernelSpecManager.allowed_kernelspecs={name}" for name in WRAPPER_KERNELS),
     ]
     return _start(tmp, command, port, token, sys.executable)
 
@@ -156,6 +170,7 @@ def start_enterprise_gateway(
         "--KernelSpecManager.ensure_native_kernel=False",
         "--KernelSpecManager.whitelist=python3",
         "--KernelSpecManager.whitelist=broken",
+        *(f"--KernelSpecManager.whitelist={name}" for name in WRAPPER_KERNELS),
     ]
     gateway = _start(tmp, command, port, token, python)
     gateway.kind = "enterprise"
@@ -163,7 +178,7 @@ def start_enterprise_gateway(
 
 
 def _start(tmp: Path, command: list[str], port: int, token: str, python: str) -> KernelGateway:
-    data_dir = _python_only_kernels(tmp / "jupyter-data", python)
+    data_dir = _gateway_kernels(tmp / "jupyter-data", python)
     env = {
         **os.environ,
         "JUPYTER_DATA_DIR": str(data_dir),
