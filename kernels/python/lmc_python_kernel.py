@@ -8,8 +8,9 @@ drops docstrings. This kernel runs the cell untouched and watches it from the si
   first time it runs, exactly and in order, so short cells (``print(1)`` then ``print(2)``)
   show every line. Lines that take long (a ``sleep``) cost no events.
 * All along, a sampling thread reads the executing thread's frame every 20 ms with
-  ``sys._current_frames()`` and reports the innermost frame belonging to the cell when it
-  changed: that covers a loop going back to earlier lines, and everything after the trace
+  ``sys._current_frames()`` and reports the line of the innermost frame belonging to the cell
+  when it changed (a statement's frame caught as it starts has no line yet: line 0 is never
+  sent): that covers a loop going back to earlier lines, and everything after the trace
   budget is spent and tracing is switched off (no per-line cost any more).
 
 Line changes go out on IOPub as ``lmc_active_line`` messages (content ``{"line": n}``, parent
@@ -144,10 +145,15 @@ class ActiveLineTracker:
             if cell_file is None:
                 return
             frame: FrameType | None = sys._current_frames().get(self._thread_id)
-            while frame is not None and frame.f_code.co_filename != cell_file:
+            line: int | None = None
+            while frame is not None and line is None:
+                if frame.f_code.co_filename == cell_file:
+                    # 0 (or None): a statement's frame caught as it starts (the GIL changes
+                    # hands there), before its first line; the line it comes from stands.
+                    line = frame.f_lineno or None
                 frame = frame.f_back
-            if frame is not None and frame.f_lineno != self._last:
-                self._report(frame.f_lineno)
+            if line is not None and line != self._last:
+                self._report(line)
 
     # -- reporting --------------------------------------------------------------------------
 
