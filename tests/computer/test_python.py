@@ -112,13 +112,13 @@ sys.setprofile(_sample_as_it_starts)
 """
 
 
-def test_a_statement_sampled_as_it_starts_has_no_line_yet(computer: Computer) -> None:
-    """IPython runs each top-level statement in a frame of its own; sampled before its first
-    line, such a frame is at line 0, which is no line of the code (the seed example's stream
-    once began with active line 0 this way)."""
+def test_a_frame_sampled_as_it_starts_has_no_line_yet(computer: Computer) -> None:
+    """Sampled before its first line, a frame is at line 0 (IPython runs each top-level
+    statement in a frame of its own: the seed example's stream once began with active line 0
+    this way) or, a function's, at its ``def`` line; neither is the line running."""
     collect(computer, "python", SAMPLE_AS_EACH_STATEMENT_STARTS)
-    chunks = collect(computer, "python", "x = 1\ny = 2\nsys.setprofile(None)")
-    assert active_lines(chunks) == [1, 2, 3]
+    code = "def f():\n    return 1\nx = f()\nsys.setprofile(None)"
+    assert active_lines(collect(computer, "python", code)) == [1, 3, 2, 4]
 
 
 def test_matplotlib_plot_arrives_as_png(computer: Computer) -> None:
