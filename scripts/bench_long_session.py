@@ -34,6 +34,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lmc.messages import Chunk, console_end, console_output, console_start
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("LMC_BENCH_ROOT") or str(ROOT))
 sys.path.insert(1, str(ROOT / "scripts"))
@@ -62,12 +64,12 @@ class StubComputer:
         self.model_at_run: list[float] = []
         self.backend: Any = None
 
-    def run(self, language: str, code: str) -> Iterable[dict[str, Any]]:
+    def run(self, language: str, code: str) -> Iterable[Chunk]:
         self.runs.append(time.thread_time())
         self.model_at_run.append(self.backend.model_seconds)
-        yield {"role": "computer", "type": "console", "start": True}
-        yield {"role": "computer", "type": "console", "format": "output", "content": self.text}
-        yield {"role": "computer", "type": "console", "end": True}
+        yield console_start()
+        yield console_output(self.text)
+        yield console_end()
 
     def interrupt(self) -> None:
         pass

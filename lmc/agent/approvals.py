@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from lmc.agent.tools import FUNCTION_LANGUAGES
+from lmc.messages import Block
 
 __all__ = [
     "LANGUAGES",
@@ -96,8 +97,8 @@ class Rule:
         what = {"language": "every {} block", "tool": "the tool {}", "command": "commands `{}`"}
         return f"{what[self.kind].format(self.text)} ({where})"
 
-    def matches(self, block: dict[str, Any]) -> bool:
-        kind, fmt = block.get("type"), str(block.get("format") or "")
+    def matches(self, block: Block) -> bool:
+        kind, fmt = block["type"], block["format"]
         if self.kind == "tool":
             if kind != "tool_call":
                 return False
@@ -108,8 +109,7 @@ class Rule:
             return False
         if self.kind == "language":
             return fmt == self.text
-        code = str(block.get("content") or "")
-        return fmt == "shell" and _every_line_starts_with(code, self.text)
+        return fmt == "shell" and _every_line_starts_with(block["content"], self.text)
 
 
 def _words(line: str) -> list[str] | None:
@@ -157,12 +157,11 @@ def parse_rule(text: str, *, saved: bool = False) -> Rule:
     return Rule(text, "command", saved)
 
 
-def kind_rule(block: dict[str, Any]) -> Rule:
+def kind_rule(block: Block) -> Rule:
     """The session rule for 'this kind of block' (the answer ``a``): its language, or its tool."""
-    fmt = str(block.get("format") or "")
-    if block.get("type") == "tool_call":
-        return Rule(fmt, "tool")
-    return Rule(fmt, "language")
+    if block["type"] == "tool_call":
+        return Rule(block["format"], "tool")
+    return Rule(block["format"], "language")
 
 
 def suggested_prefix(code: str) -> str:
@@ -200,7 +199,7 @@ class Approvals:
                 return rule
         raise ValueError(f"no approval rule {which!r} (%approvals lists them)")
 
-    def allows(self, block: dict[str, Any]) -> Rule | None:
+    def allows(self, block: Block) -> Rule | None:
         """The first rule that approves ``block``, if any."""
         return next((rule for rule in self.rules if rule.matches(block)), None)
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from lmc.agent.storage import CheckpointRecord, ConversationStore
 from lmc.errors import WorkspaceError
-from lmc.messages import Message
+from lmc.messages import FilesChunk, Message
 from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class Checkpointer:
             return self._fail(exc)
         return None
 
-    def after_block(self) -> Message | None:
+    def after_block(self) -> FilesChunk | None:
         """Snapshot after the block; the ``files`` message when it changed files."""
         before, self._before = self._before, None
         if before is None or self.disabled is not None:

@@ -95,14 +95,14 @@ def _entry_text(message: Message) -> str:
         return f"User: {text}" if kind == "message" else f"User: [{kind}]"
     if kind == "reasoning":
         return ""
-    if kind == "code":
-        return f"Assistant ran {message.get('format', 'code')}:\n{text}"
-    if kind == "tool_call":
-        return f"Assistant called {message.get('format')}: {text}"
-    if kind == "files":
+    if message["type"] == "code":
+        return f"Assistant ran {message['format']}:\n{text}"
+    if message["type"] == "tool_call":
+        return f"Assistant called {message['format']}: {text}"
+    if message["type"] == "files":
         from lmc.workspace.changes import changes_from_content, describe_changes
 
-        lines = describe_changes(changes_from_content(content))
+        lines = describe_changes(changes_from_content(message.get("content", [])))
         return "Files changed: " + "; ".join(lines)
     if role == "computer" and kind == "console":
         return f"Output:\n{bound_output(text, _OUTPUT_CHARS)}" if text.strip() else ""

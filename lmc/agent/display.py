@@ -14,10 +14,10 @@ from __future__ import annotations
 import io
 import os
 import sys
-from typing import Any, Protocol, TextIO, cast, runtime_checkable
+from typing import Protocol, TextIO, cast, runtime_checkable
 
 from lmc.agent.approvals import Answer, Declined
-from lmc.messages import Chunk
+from lmc.messages import Block, Chunk
 
 __all__ = ["PlainRenderer", "Renderer", "open_terminal", "terminal_stream"]
 
@@ -112,7 +112,7 @@ class PlainRenderer:
         elif isinstance(content, str) and chunk.get("format") not in ("active_line", "progress"):
             self._write(content)
 
-    def confirm(self, block: dict[str, Any]) -> Answer:
+    def confirm(self, block: Block) -> Answer:
         """Ask on the terminal (y, or n and a reason); without one, nothing runs."""
         terminal = self._ask if self._ask is not None else open_terminal()
         if terminal is None or not _isatty(terminal):
@@ -120,10 +120,10 @@ class PlainRenderer:
             return False
         try:
             self._line_break()
-            if block.get("type") == "tool_call":  # an MCP tool: its arguments, not code
-                question = f"Call the tool {block.get('format')}?"
+            if block["type"] == "tool_call":  # an MCP tool: its arguments, not code
+                question = f"Call the tool {block['format']}?"
             else:
-                question = f"Run this {block.get('format', 'code')} code?"
+                question = f"Run this {block['format']} code?"
             terminal.write(f"{question} [y/N, or n and a reason] ")
             terminal.flush()
             answer = terminal.readline().strip()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from lmc.messages import Chunk, Message
+from lmc.messages import Block, Chunk, CodeChunk, CodeFormat, Message
 
 if TYPE_CHECKING:
     from lmc.agent.tools import ToolTarget
@@ -25,7 +25,7 @@ __all__ = ["OfferRerun", "rerun_if_allowed", "rerun_line"]
 
 #: Called with the code block (``{"type": "code", "format": LANG, "content": CODE}``) and what
 #: it lacked (``"network"`` or ``"unsandboxed"``); True runs it once more with that.
-OfferRerun = Callable[[dict[str, Any], str], bool]
+OfferRerun = Callable[[Block, str], bool]
 
 WITH: Final = {"network": "with the network", "unsandboxed": "without the sandbox"}
 
@@ -48,7 +48,7 @@ class _Loop(Protocol):
     def _run(
         self,
         target: ToolTarget,
-        language: str,
+        language: CodeFormat,
         code: str,
         told: str,
         rerun: Iterable[Chunk] | None = None,
@@ -69,7 +69,7 @@ def rerun_if_allowed(
     offer: OfferRerun,
     *,
     target: ToolTarget,
-    language: str,
+    language: CodeFormat,
     code: str,
     output: _RunOutput,
     told: str,
@@ -101,6 +101,6 @@ def rerun_if_allowed(
     return True
 
 
-def _code_chunks(language: str, code: str) -> list[Chunk]:
-    base: Chunk = {"role": "assistant", "type": "code", "format": language}
+def _code_chunks(language: CodeFormat, code: str) -> list[CodeChunk]:
+    base: CodeChunk = {"role": "assistant", "type": "code", "format": language}
     return [{**base, "start": True}, {**base, "content": code}, {**base, "end": True}]

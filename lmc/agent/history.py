@@ -24,7 +24,7 @@ from lmc.harmony import tokens
 from lmc.harmony.render import render_message
 from lmc.harmony.tokens import CHANNEL, START
 from lmc.harmony.types import Message as HarmonyMessage
-from lmc.messages import Message
+from lmc.messages import Message, console_output
 
 __all__ = [
     "CUT_OFF",
@@ -114,14 +114,13 @@ def tool_result_text(messages: Sequence[Message]) -> str:
     """What the model reads of a run's computer messages (before bounding)."""
     parts: list[str] = []
     for message in messages:
-        kind = message["type"]
-        if kind == "console" and message.get("format") == "output":
-            parts.append(message["content"])
-        elif kind == "message":
-            parts.append(message["content"] + "\n")
-        elif kind == "image":
+        if message["type"] == "console" and message.get("format") == "output":
+            parts.append(message.get("content") or "")
+        elif message["type"] == "message":
+            parts.append(message.get("content", "") + "\n")
+        elif message["type"] == "image":
             parts.append("\n[an image was shown to the user]\n")
-        elif kind == "code" and message.get("format") == "html":
+        elif message["type"] == "code" and message["format"] == "html":
             parts.append("\n[HTML was shown to the user]\n")
     return "".join(parts)
 
@@ -172,8 +171,8 @@ def derive_harmony(
             out[index] = render_message(
                 HarmonyMessage.from_text("assistant", escape_markers(content), channel=channel)
             )
-        elif kind == "code":
-            language = message.get("format") or "python"
+        elif message["type"] == "code":
+            language = message["format"]
             out[index] = assistant_call_harmony(language, content)
             author = "python" if language == "python" else f"functions.{language}"
             call = (index, author, "analysis" if language == "python" else "commentary")
@@ -208,8 +207,7 @@ def result_for_dangling_call(entries: Sequence[Entry]) -> Entry | None:
     last = entries[-1]
     if last.message["role"] != "assistant" or last.message["type"] not in ("code", "tool_call"):
         return None
-    note: Message = {"role": "computer", "type": "console", "format": "output", "content": ""}
-    note["content"] = CUT_OFF + "\n"
+    note = console_output(CUT_OFF + "\n")
     if last.harmony is None:
         return Entry(note, None)  # derived along with the call
     if not last.harmony:

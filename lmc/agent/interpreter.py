@@ -16,20 +16,20 @@ it) so that the same clean-up runs before its next ``chat``.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any
 
-from lmc.agent.approvals import Answer
+from lmc.agent.chatting import PRESTART, ChatMixin, Confirm
 from lmc.agent.checkpoints import Checkpointer, RewindReport
 from lmc.agent.compaction import Compactor
-from lmc.agent.display import PlainRenderer, Renderer
-from lmc.agent.history import Entry, Transcript, result_for_dangling_call, user_harmony
-from lmc.agent.loop import ComputerLike, Decide, Loop, LoopSettings
+from lmc.agent.display import Renderer
+from lmc.agent.history import Entry, Transcript, result_for_dangling_call
+from lmc.agent.loop import ComputerLike, Loop, LoopSettings
+from lmc.agent.pieces import backend_config, browser_tools, mcp_tools, sandbox_options, tool_set
 from lmc.agent.storage import ConversationStore, TokenUsage
 from lmc.agent.tools import (
     argument_schemas,
@@ -38,31 +38,24 @@ from lmc.agent.tools import (
     system_message,
 )
 from lmc.agent.workspace_api import WorkspaceMixin
-from lmc.backends.base import Backend, BackendConfig, Generation, SamplingSettings
+from lmc.backends.base import Backend, Generation, SamplingSettings
 from lmc.errors import ConfigError, InterpreterClosedError, LmcError
 from lmc.messages import Chunk, Message, validate_message
 from lmc.settings import SETTING_KEYS, Settings, checked, settings_with
 
 if TYPE_CHECKING:
     from lmc.agent.escalation import OfferRerun
-    from lmc.agent.tool_calls import ExternalTools
     from lmc.browser.tools import BrowserTools
     from lmc.computer import Computer
     from lmc.mcp.tools import McpTools
 
-__all__ = ["Interpreter"]
-
-Confirm = Callable[[dict[str, Any]], Answer]
-
-#: Kernels started ahead of need (the model's two everyday tools): a shell block then runs
-#: without waiting for its kernel, and one never used costs only its memory until exit.
-PRESTART = ("python", "shell")
+__all__ = ["PRESTART", "Confirm", "Interpreter"]
 
 #: Seconds close() waits for a running turn to stop before it frees what the turn uses.
 CLOSE_WAIT = 30.0
 
 
-class Interpreter(WorkspaceMixin):
+class Interpreter(ChatMixin, WorkspaceMixin):
     """A conversation with a gpt-oss model that runs code on this computer.
 
     ``chat(message)`` runs one turn. With ``stream=True`` it returns a generator of LMC chunks
@@ -115,28 +108,8 @@ class Interpreter(WorkspaceMixin):
         self.renderer = renderer
         #: The speech-to-text model for audio messages (``--stt-model``; None: the default).
         self.stt_model = s.stt_model
-        self.config = BackendConfig(
-            model=s.model,
-            api_base=s.api_base,
-            replay=s.replay,
-            context_size=s.context_size,
-            gpu_layers=s.gpu_layers,
-            seed=s.seed,
-            verbose=s.verbose,  # the backend's own logs (llama.cpp's) on stderr
-            api_style=s.api_style,
-            api_key=api_key,  # never stored: not a setting
-            api_key_env=s.api_key_env,
-        )
-        self._sandbox: dict[str, Any] = {
-            "sandbox": s.sandbox,
-            "network": s.network,
-            "workdir": s.workdir,
-            "hide": s.sandbox_hide,
-            "sandbox_env": s.sandbox_env,
-            "sandbox_writable": s.sandbox_writable,
-            "sandbox_limits": _limits(s),
-            "python": s.python,  # the person's own interpreter for the python kernel
-        }
+        self.config = backend_config(s, api_key)
+        self._sandbox = sandbox_options(s)
         if s.sandbox is not None and computer is None:
             from lmc.computer.sandbox import resolve_policy
 
@@ -160,22 +133,7 @@ class Interpreter(WorkspaceMixin):
         self._prefix_cache: tuple[tuple[object, ...], str] | None = None
         #: Tokens by turn (the position of the turn's user message), this conversation.
         self._usage: dict[int, TokenUsage] = {}
-        self.tools: McpTools | None = None
-        if s.mcp_servers:
-            from lmc.extras import require
-
-            require("mcp")
-            from lmc.mcp.config import McpServerConfig, parse_server
-            from lmc.mcp.tools import McpTools
-
-            configs = {
-                name: value
-                if isinstance(value, McpServerConfig)
-                else parse_server(name, value, "mcp_servers")
-                for name, value in s.mcp_servers.items()
-            }
-            root = Path(s.workdir) if s.workdir is not None else Path.cwd()
-            self.tools = McpTools(configs, roots=[root], verbose=s.verbose)
+        self.tools: McpTools | None = mcp_tools(s)
         #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``), made when
         #: the model is loaded or first prompted (see :meth:`_open_browser`).
         self.browser_tools: BrowserTools | None = None
@@ -194,7 +152,7 @@ class Interpreter(WorkspaceMixin):
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
-            tools=self._tool_set(),
+            tools=tool_set(self.tools),
             usage=self._count_usage,
         )
         if s.compaction:
@@ -224,23 +182,10 @@ class Interpreter(WorkspaceMixin):
         s = self.settings
         if s.browser is None or self.browser_tools is not None:
             return
-        self.browser_tools = _browser_tools(
+        self.browser_tools = browser_tools(
             s.browser, s.browser_url, s.browser_allow_private, self._count_tokens
         )
-        self._loop.tools = self._tool_set()
-
-    def _tool_set(self) -> ExternalTools | None:
-        """MCP servers' tools and the browser, as the loop sees them (None: neither)."""
-        providers: list[ExternalTools] = [
-            p for p in (self.tools, self.browser_tools) if p is not None
-        ]
-        if not providers:
-            return None
-        if len(providers) == 1:
-            return providers[0]
-        from lmc.agent.toolset import ToolSet
-
-        return ToolSet(providers)
+        self._loop.tools = tool_set(self.tools, self.browser_tools)
 
     # -- the pieces, created when first needed ------------------------------------------------
 
@@ -388,7 +333,10 @@ class Interpreter(WorkspaceMixin):
     def _count_usage(self, generation: Generation) -> None:
         turn = self._loop.transcript.last_user_index() or 0
         usage = TokenUsage(
-            generation.prompt_tokens, generation.completion_tokens, generation.reasoning_tokens, 1
+            generation.prompt_tokens,
+            generation.completion_tokens,
+            generation.reasoning_tokens,
+            generation.model_calls,
         )
         self._usage[turn] = self._usage.get(turn, TokenUsage()) + usage
         if self._conversation_id is not None:
@@ -444,164 +392,6 @@ class Interpreter(WorkspaceMixin):
             self._loop.settings.sampling.functions = function_specs(messages)
         return self._prefix_cache[1]
 
-    # -- chatting -----------------------------------------------------------------------------
-
-    @overload
-    def chat(
-        self,
-        message: str | Message,
-        stream: Literal[True],
-        display: bool = ...,
-        confirm: Confirm | None = ...,
-    ) -> Generator[Chunk, None, None]: ...
-
-    @overload
-    def chat(
-        self,
-        message: str | Message,
-        stream: Literal[False] = ...,
-        display: bool = ...,
-        confirm: Confirm | None = ...,
-    ) -> list[Message]: ...
-
-    def chat(
-        self,
-        message: str | Message,
-        stream: bool = False,
-        display: bool = True,
-        confirm: Confirm | None = None,
-    ) -> Generator[Chunk, None, None] | list[Message]:
-        """One turn: stream LMC chunks (``stream=True``) or return the new messages.
-
-        An ``audio`` message (WAV as base64) is transcribed first: the transcript comes out as
-        the person's message chunks (start, content, end), then the turn goes on as if it had
-        been typed, and it is stored as that message (and, unstreamed, returned first).
-        """
-        if isinstance(message, str):
-            user: Message = {"role": "user", "type": "message", "content": message}
-        else:
-            user = validate_message(message)
-            if user["role"] != "user":
-                raise ConfigError("chat() takes the person's message (role 'user')")
-        renderer: Renderer | None = None
-        if display:
-            renderer = self.renderer if self.renderer is not None else PlainRenderer()
-        audio = self._audio_of(user)
-        self._finish_abandoned_turn()
-        chunks = self._turn(user, self._decider(confirm, stream, renderer), renderer, audio)
-        self._active = weakref.ref(chunks)
-        if stream:
-            return chunks
-        # After the person's message, unless it was heard: then its transcript is news.
-        start = len(self.messages) + (1 if audio is None else 0)
-        try:
-            for _chunk in chunks:
-                pass
-        finally:
-            chunks.close()  # a Ctrl-C between two chunks still leaves the history consistent
-        return self.messages[start:]
-
-    def _finish_abandoned_turn(self) -> None:
-        """Close a stream its consumer left suspended (say after catching Ctrl-C), so that
-        its clean-up runs before the next turn starts."""
-        ref, self._active = self._active, None
-        active = ref() if ref is not None else None
-        if active is not None:
-            try:
-                active.close()
-            except ValueError as exc:  # it is running, in another thread
-                self._active = ref
-                raise LmcError("this Interpreter is already in a chat; one turn at a time") from exc
-
-    def _decider(self, confirm: Confirm | None, stream: bool, renderer: Renderer | None) -> Decide:
-        def decide(block: dict[str, Any]) -> Answer:
-            if self.auto_run:
-                return True
-            if confirm is not None:
-                return confirm(block)
-            if stream:
-                return True  # the consumer asked for the next chunk: that is the consent
-            ask = getattr(renderer, "confirm", None)
-            if ask is not None:
-                answer: Answer = ask(block)
-                return answer
-            return False  # nobody to ask: nothing runs
-
-        return decide
-
-    def _turn(
-        self, user: Message, decide: Decide, renderer: Renderer | None, audio: bytes | None
-    ) -> Generator[Chunk, None, None]:
-        self._check_open()
-        if not self._busy.acquire(blocking=False):
-            raise LmcError("this Interpreter is already in a chat; one turn at a time")
-        self._turn_thread = threading.get_ident()
-        try:
-            yield from self._open_turn(user, decide, renderer, audio)
-        except InterpreterClosedError:
-            pass  # close() began during the turn: it ends here, quietly, as on cancel()
-        finally:
-            self._turn_thread = None
-            self._busy.release()
-
-    def _open_turn(
-        self, user: Message, decide: Decide, renderer: Renderer | None, audio: bytes | None
-    ) -> Generator[Chunk, None, None]:
-        self._prestart()
-        heard: list[Chunk] = []
-        if audio is not None:
-            text = self._hear(audio)
-            if text is None:
-                return  # cancelled while listening: nothing was said, nothing stored
-            user = {"role": "user", "type": "message", "content": text}
-            heard = [
-                {"role": "user", "type": "message", "start": True},
-                {"role": "user", "type": "message", "content": text},
-                {"role": "user", "type": "message", "end": True},
-            ]
-        harmony = user_harmony(user["content"]) if user["type"] == "message" else None
-        turn = self._loop.turn(user, harmony or "", decide)
-        try:
-            for chunk in itertools.chain(heard, turn):
-                if renderer is not None:
-                    renderer.feed(chunk)
-                yield chunk
-        finally:
-            turn.close()
-            if renderer is not None:
-                renderer.close()
-
-    @staticmethod
-    def _audio_of(user: Message) -> bytes | None:
-        """The WAV bytes of an audio message (checked now: bad audio fails before the turn)."""
-        if user["type"] != "audio":
-            return None
-        from lmc.voice.audio import wav_from_base64
-
-        return wav_from_base64(user["content"])
-
-    def _hear(self, audio: bytes) -> str | None:
-        """The transcript of ``audio``; None when :meth:`cancel` was called meanwhile."""
-        from lmc.voice import transcribe_wav
-
-        self._cancel.clear()
-        text = transcribe_wav(audio, self.stt_model, cancel=self._cancel)
-        return None if self._cancel.is_set() else text
-
-    def prestart(self) -> None:
-        """Start the kernels of :data:`PRESTART` (and the MCP servers) now, in the background:
-        call it before :meth:`load` and they boot while the model opens (``lmc run`` does)."""
-        self._prestart()
-
-    def _prestart(self) -> None:
-        """Start the kernels the model writes for most (:data:`PRESTART`) and the MCP
-        servers in the background, while the model loads and writes."""
-        if self.tools is not None:
-            self.tools.start()
-        prestart = getattr(self.computer, "prestart", None)
-        if prestart is not None:
-            prestart(PRESTART)
-
     def cancel(self) -> None:
         """Stop the model (or the running code) from another thread; the turn ends quietly."""
         self._cancel.set()
@@ -655,28 +445,3 @@ class Interpreter(WorkspaceMixin):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _browser_tools(
-    browser: str,
-    url: str | None,
-    allow_private: bool,
-    count_tokens: Callable[[str], int],
-) -> BrowserTools:
-    """The browser tool over the backend named (or given); ConfigError when unusable."""
-    from lmc.browser import make_backend
-    from lmc.browser.session import Browser
-    from lmc.browser.tools import BrowserTools
-
-    backend = make_backend(browser, url, allow_private=allow_private)
-    return BrowserTools(Browser(backend, count_tokens=count_tokens))
-
-
-def _limits(s: Settings) -> Any:
-    """The sandbox's limits when the config changes any (None: the sandbox's defaults)."""
-    sizes = (s.sandbox_processes, s.sandbox_memory, s.sandbox_tmp_size, s.sandbox_shm_size)
-    if all(value is None for value in sizes):
-        return None
-    from lmc.computer.sandbox import Limits
-
-    return Limits.chosen(*sizes)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from lmc.agent.approvals import Answer, Decision, decision_of, refusal_text
 from lmc.agent.history import Entry, Transcript, tool_result_harmony
@@ -29,23 +29,19 @@ from lmc.agent.run_output import (
     note_message,
     output_message,
 )
+from lmc.agent.sampling import Outcome, Sampler
 from lmc.agent.tool_calls import TOOL_DECLINED, ExternalTools, run_tool_call
 from lmc.agent.tools import DECLINED, ToolCallError, ToolTarget, code_from_call, resolve_call
 from lmc.backends.base import Backend, Generation, SamplingSettings, StopReason
 from lmc.errors import ContextOverflowError, LmcError
-from lmc.harmony import tokens
-from lmc.harmony.events import (
-    ContentDelta,
-    Event,
-    Header,
-    MessageEnded,
-    MessageStarted,
-    ParseProblem,
-    Terminator,
+from lmc.messages import (
+    Block,
+    Chunk,
+    CodeFormat,
+    Message,
+    confirmation_chunk,
+    flag_of,
 )
-from lmc.harmony.parser import StreamParser
-from lmc.harmony.to_lmc import LmcMapper, chunk_kind
-from lmc.messages import Chunk, Message, MessageAssembler, confirmation_chunk
 
 if TYPE_CHECKING:
     from lmc.agent.compaction import Compactor
@@ -56,7 +52,7 @@ __all__ = ["BlockHooks", "ComputerLike", "Decide", "Loop", "LoopSettings"]
 #: Called with the block ``{"type": "code", "format": LANG, "content": CODE}`` (or a
 #: ``tool_call``) before it runs: True runs it, False declines, ``Declined(reason)`` declines
 #: and tells the model why, a string runs that (edited) code instead.
-Decide = Callable[[dict[str, Any]], Answer]
+Decide = Callable[[Block], Answer]
 
 
 class BlockHooks(Protocol):
@@ -87,14 +83,6 @@ class LoopSettings:
     history_output_limit: int = 100_000
     #: Tokens kept free for the answer when the prompt is trimmed (max_tokens when set).
     answer_reserve: int = 1024
-
-
-@dataclass(slots=True)
-class _Outcome:
-    call: PendingCall | None = None
-    returned: bool = False
-    stop_reason: StopReason | None = None
-    problems: list[str] = field(default_factory=list)
 
 
 #: How the note that ends a turn at the step limit begins (the chat offers to go on).
@@ -182,7 +170,7 @@ class Loop:
         yield from note_chunks(text)
 
     def confirm(
-        self, target: ToolTarget, block: dict[str, Any], decide: Decide | None
+        self, target: ToolTarget, block: Block, decide: Decide | None
     ) -> Generator[Chunk, None, Decision]:
         """The one confirmation path, for code blocks and tool calls alike.
 
@@ -190,11 +178,9 @@ class Loop:
         the answer is no, records and shows the refusal with the person's reason. A consumer
         that stops at the confirmation (or Ctrl-C while asking) leaves the call declined.
         """
-        declined = TOOL_DECLINED if block.get("type") == "tool_call" else DECLINED
+        declined = TOOL_DECLINED if block["type"] == "tool_call" else DECLINED
         try:
-            yield confirmation_chunk(
-                str(block["format"]), str(block["content"]), str(block.get("type", "code"))
-            )
+            yield confirmation_chunk(block)
             decision = Decision(True) if decide is None else decision_of(decide(block))
         except BaseException:
             self.record(output_message(declined + "\n"), self.result(target, declined))
@@ -233,7 +219,7 @@ class Loop:
                 yield from self.notice(step_limit_note(calls))
                 return
 
-    def _stopped(self, outcome: _Outcome) -> Iterator[Chunk]:
+    def _stopped(self, outcome: Outcome) -> Iterator[Chunk]:
         if outcome.returned:
             return
         reason = outcome.stop_reason
@@ -320,9 +306,18 @@ class Loop:
 
     # -- sampling ----------------------------------------------------------------------------
 
-    def _sample(self, prompt: str) -> Generator[Chunk, None, _Outcome]:
+    def _warm_kernel(self, chunks: list[Chunk]) -> None:
+        """A code block began: its kernel gets ready while the model writes the code (a
+        prestarted kernel connects only then; see :meth:`lmc.computer.Computer.start`)."""
+        for chunk in chunks:
+            if chunk["type"] == "code" and chunk.get("start") and chunk.get("format"):
+                start = getattr(self._computer(), "start", None)  # a computer of the tests'
+                if start is not None:
+                    start(str(chunk["format"]))
+
+    def _sample(self, prompt: str) -> Generator[Chunk, None, Outcome]:
         """One generation: stream its chunks, record each message as it ends."""
-        sampler = _Sampler(self)
+        sampler = Sampler(self.record)
         backend = self._backend()
         try:
             generation = backend.generate(prompt, self.settings.sampling, self._cancel)
@@ -331,11 +326,12 @@ class Loop:
                 "Stopped: this exchange no longer fits in the model's context "
                 f"({backend.context_size} tokens)."
             )
-            return _Outcome(returned=True)
+            return Outcome(returned=True)
         pieces = iter(generation)
         try:
             for piece in pieces:
                 chunks = sampler.feed(piece.text, piece.special)
+                self._warm_kernel(chunks)
                 yield from chunks
             yield from sampler.finish()
         except BaseException:
@@ -372,7 +368,7 @@ class Loop:
             code = shown if isinstance(shown, str) else code
         assert target.language is not None
         language = target.language
-        block: dict[str, Any] = {"type": "code", "format": language, "content": code}
+        block: Block = {"type": "code", "format": language, "content": code}
         decision = yield from self.confirm(target, block, decide)
         if not decision.run:
             return
@@ -385,8 +381,10 @@ class Loop:
 
     def replace_entry(self, index: int | None, content: str) -> None:
         """The call's shown message now says what really ran (the person's edit)."""
-        if index is not None:
-            entry = self.transcript.entries[index]
+        if index is None:
+            return
+        entry = self.transcript.entries[index]
+        if entry.message["type"] == "code" or entry.message["type"] == "tool_call":
             entry.message["content"] = content
             self._replace_hook(index, entry)
 
@@ -396,7 +394,7 @@ class Loop:
     def _run(
         self,
         target: ToolTarget,
-        language: str,
+        language: CodeFormat,
         code: str,
         told: str,
         rerun: Iterable[Chunk] | None = None,
@@ -410,15 +408,14 @@ class Loop:
         after = hooks.after_block() if hooks is not None else None
         if after is not None:
             self.record(after, "")
-            flag: Chunk = {k: after[k] for k in ("role", "type", "format") if k in after}
-            yield {**flag, "start": True}
-            yield dict(after)
-            yield {**flag, "end": True}
+            yield flag_of(after, "start")
+            yield after.copy()
+            yield flag_of(after, "end")
 
     def _run_block(
         self,
         target: ToolTarget,
-        language: str,
+        language: CodeFormat,
         code: str,
         told: str,
         rerun: Iterable[Chunk] | None = None,
@@ -470,85 +467,3 @@ class Loop:
         for message in messages[:-1]:
             self.record(message, "")
         self.record(messages[-1], self.result(target, told + text))
-
-
-class _Sampler:
-    """One generation's parser, mapper and bookkeeping of raw text per message."""
-
-    def __init__(self, loop: Loop) -> None:
-        self._loop = loop
-        self._parser = StreamParser("assistant")
-        self._mapper = LmcMapper()
-        # The prompt already opened the first message with <|start|>assistant.
-        self._raw: list[str] = [tokens.START + "assistant"]
-        self._pending = ""  # Harmony text of messages that showed nothing, for the next entry
-        self._assembler = MessageAssembler()
-        self._content: list[str] = []
-        self.outcome = _Outcome()
-
-    def feed(self, text: str, special: bool) -> list[Chunk]:
-        self._raw.append(text)
-        return self._handle(self._parser.feed(text, special))
-
-    def finish(self) -> list[Chunk]:
-        chunks = self._handle(self._parser.finish())
-        self._pending = ""  # text that never became a message is not shown to the model
-        return chunks
-
-    def abandon(self) -> None:
-        """Stopped mid-generation: record the partial message, yield nothing."""
-        try:
-            self._handle(self._parser.finish())
-        finally:
-            self._pending = ""
-
-    def _handle(self, events: list[Event]) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for event in events:
-            mapped = self._mapper.feed(event)
-            for chunk in mapped:
-                self._assembler.add(chunk)
-            chunks.extend(mapped)
-            if isinstance(event, MessageStarted):
-                self._content = []
-            elif isinstance(event, ContentDelta):
-                self._content.append(event.text)
-            elif isinstance(event, MessageEnded):
-                self._ended(event.header, event.terminator)
-            elif isinstance(event, ParseProblem):
-                self.outcome.problems.append(event.message)
-        return chunks
-
-    def _ended(self, header: Header, terminator: Terminator) -> None:
-        raw = "".join(self._raw)
-        self._raw = []
-        is_call = header.recipient is not None and header.recipient != "all"
-        if terminator is Terminator.RETURN and raw.endswith(tokens.RETURN):
-            raw = raw[: -len(tokens.RETURN)] + tokens.END  # stored as <|end|>, as Harmony asks
-        elif terminator is Terminator.END_OF_STREAM:
-            # Cut off: the model sees what it wrote, closed; a cut-off call is not shown.
-            raw = "" if is_call else raw + tokens.END
-        messages = self._assembler.messages
-        self._assembler = MessageAssembler()
-        kind = chunk_kind(header)
-        if not messages and kind is not None:
-            empty: Message = {"role": "assistant", "type": kind[0], "content": ""}
-            if kind[1] is not None:
-                empty["format"] = kind[1]
-            messages = [empty]
-        harmony = self._pending + raw
-        first = None
-        for message in messages:
-            index = self._loop.record(message, harmony)
-            harmony = ""
-            first = index if first is None else first
-        self._pending = harmony
-        if terminator is Terminator.CALL and is_call:
-            self.outcome.call = PendingCall(header, "".join(self._content), first, self._pending)
-            self._pending = ""
-        elif terminator is Terminator.CALL:
-            self.outcome.problems.append("a message ended in <|call|> without naming a tool")
-        elif terminator is Terminator.RETURN or (
-            terminator is Terminator.END and header.channel == "final"
-        ):
-            self.outcome.returned = True  # a final answer, even if junk follows it

@@ -31,8 +31,8 @@ def resume_note(entries: Sequence[Entry]) -> Entry | None:
     for entry in entries:
         message = entry.message
         if message["role"] == "assistant" and message["type"] == "code":
-            language = str(message.get("format") or "")
-            if language and language not in languages:
+            language = message["format"]
+            if language not in languages:
                 languages.append(language)
     if not languages:
         return None

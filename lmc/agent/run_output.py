@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lmc.agent.history import tool_result_text
 from lmc.harmony.events import Header
-from lmc.messages import Chunk, Message
+from lmc.messages import Chunk, ConsoleChunk, Message, MessageChunk, without_flags
 
 if TYPE_CHECKING:
     from lmc.computer.output import BoundedOutput
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-def console_chunks(text: str) -> list[Chunk]:
+def console_chunks(text: str) -> list[ConsoleChunk]:
     return [
         {"role": "computer", "type": "console", "start": True},
         {"role": "computer", "type": "console", "format": "output", "content": text},
@@ -33,7 +33,7 @@ def console_chunks(text: str) -> list[Chunk]:
     ]
 
 
-def note_chunks(text: str) -> list[Chunk]:
+def note_chunks(text: str) -> list[MessageChunk]:
     return [
         {"role": "computer", "type": "message", "start": True},
         {"role": "computer", "type": "message", "content": text},
@@ -41,11 +41,11 @@ def note_chunks(text: str) -> list[Chunk]:
     ]
 
 
-def note_message(text: str) -> Message:
+def note_message(text: str) -> MessageChunk:
     return {"role": "computer", "type": "message", "content": text}
 
 
-def output_message(text: str) -> Message:
+def output_message(text: str) -> ConsoleChunk:
     return {"role": "computer", "type": "console", "format": "output", "content": text}
 
 
@@ -77,15 +77,14 @@ class RunOutput:
     def add(self, chunk: Chunk) -> None:
         if "content" not in chunk or chunk.get("format") == "active_line":
             return
-        kind = chunk["type"]
-        if kind == "console" and chunk.get("format") == "output":
+        if chunk["type"] == "console" and chunk.get("format") == "output":
             if self._output is None:
                 self._output = self._new_output()
-            self._output.add(chunk["content"])
-            self.for_model.add(chunk["content"])
+            self._output.add(chunk["content"] or "")
+            self.for_model.add(chunk["content"] or "")
             return
         self._close_output()
-        message = {k: v for k, v in chunk.items() if k not in ("start", "end")}
+        message = without_flags(chunk)
         self.messages.append(message)
         self.for_model.add(tool_result_text([message]))
 

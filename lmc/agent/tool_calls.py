@@ -21,7 +21,7 @@ from lmc.agent.approvals import Answer, Decision
 from lmc.agent.run_output import PendingCall, RunOutput
 from lmc.agent.tools import ToolCallError, ToolTarget, resolve_call, tool_names
 from lmc.harmony.conversation import ToolDescription
-from lmc.messages import Chunk
+from lmc.messages import Block, Chunk, console_end, console_output, console_start
 
 if TYPE_CHECKING:
     from lmc.agent.history import Transcript
@@ -30,13 +30,6 @@ __all__ = ["TOOL_DECLINED", "CallHost", "ExternalTool", "ExternalTools", "run_to
 
 #: What the model is told when the person declines a tool call.
 TOOL_DECLINED: Final = "The user declined this tool call."
-
-_CANCELLED: Final[Chunk] = {
-    "role": "computer",
-    "type": "console",
-    "format": "output",
-    "content": "[cancelled]\n",
-}
 
 
 class ExternalTool(Protocol):
@@ -98,8 +91,8 @@ class CallHost(Protocol):
     def confirm(
         self,
         target: ToolTarget,
-        block: dict[str, Any],
-        decide: Callable[[dict[str, Any]], Answer] | None,
+        block: Block,
+        decide: Callable[[Block], Answer] | None,
     ) -> Generator[Chunk, None, Decision]: ...
 
     def notice(self, text: str, harmony: str = "") -> Iterator[Chunk]: ...
@@ -135,7 +128,7 @@ def run_tool_call(
     loop: CallHost,
     tools: ExternalTools,
     call: PendingCall,
-    decide: Callable[[dict[str, Any]], Answer] | None,
+    decide: Callable[[Block], Answer] | None,
 ) -> Iterator[Chunk]:
     """Check, confirm (on the loop's one confirmation path), call and record one tool call."""
     target = resolve_call(call.header.recipient or "", call.header.channel)
@@ -151,7 +144,7 @@ def run_tool_call(
         yield from loop.notice(str(exc), call.pending + loop.result(target, str(exc)))
         return
     text = call.text.strip() or "{}"
-    block: dict[str, Any] = {"type": "tool_call", "format": tool.format, "content": text}
+    block: Block = {"type": "tool_call", "format": tool.format, "content": text}
     decision = yield from loop.confirm(target, block, None if tool.auto_approve else decide)
     if not decision.run:
         return
@@ -168,9 +161,9 @@ def run_tool_call(
         loop.replace_entry(call.entry, text)
     output = RunOutput(loop.settings.output_limit, loop.settings.history_output_limit)
     try:
-        yield {"role": "computer", "type": "console", "start": True}
+        yield console_start()
         if loop.cancelled.is_set():  # Interpreter.cancel() came before the call began
-            chunks: list[Chunk] = [dict(_CANCELLED)]
+            chunks: list[Chunk] = [console_output("[cancelled]\n")]
         else:
             chunks = yield from _call(tools, tool, arguments)
     except BaseException:
@@ -182,4 +175,4 @@ def run_tool_call(
         output.add(chunk)
         yield chunk
     loop.record_run(target, output, told)
-    yield {"role": "computer", "type": "console", "end": True}
+    yield console_end()

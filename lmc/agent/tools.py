@@ -36,7 +36,7 @@ from lmc.harmony.conversation import (
 from lmc.harmony.json_string import CODE_FIELDS
 from lmc.harmony.to_lmc import call_code, tool_language
 from lmc.harmony.types import Message as HarmonyMessage
-from lmc.messages.schema import CODE_FORMATS
+from lmc.messages import CODE_FORMATS, CodeFormat
 
 __all__ = [
     "DECLINED",
@@ -224,7 +224,7 @@ class ToolTarget:
     channel of the call, functions on ``commentary``.
     """
 
-    language: str | None
+    language: CodeFormat | None
     author: str
     channel: str
     json_arguments: bool

@@ -20,7 +20,7 @@ from lmc.agent.checkpoints import (
     rewind,
 )
 from lmc.errors import LmcError
-from lmc.messages import Message
+from lmc.messages import Message, text_of
 from lmc.workspace.agents_md import AgentsDoc, read_agents
 
 if TYPE_CHECKING:
@@ -108,8 +108,8 @@ class WorkspaceMixin:
             try:
                 while True:
                     chunk = next(steps)
-                    if chunk.get("content"):
-                        said.append(str(chunk["content"]))
+                    if text_of(chunk):
+                        said.append(text_of(chunk))
             except StopIteration as stop:
                 done = bool(stop.value)
         finally:

@@ -1,9 +1,18 @@
-"""What the transports for templating servers share: the client, the context, call ids.
+"""What the transports for templating servers share: the client, the context, call ids,
+and the calls a server made at once.
 
 A subclass says where to post (``url``), how the conversation goes out (``body``) and how
 the answer streams back (``stream``, yielding Harmony pieces through a
 :class:`~lmc.backends._dialogue.HarmonyWriter`); this base runs the request, maps every
 failure to one line and keeps the server's call ids so results go back under them.
+
+A server may answer with several tool calls in one message, but Harmony (and so the agent
+loop) runs one call a generation. The first call is written at once and the others wait
+here: while each next prompt continues the same turn with the result of the call handed out
+last, the next call is answered without asking the server; once all have run, the whole
+conversation goes back with every call under its id, each followed by its result. A prompt
+that does not continue that way (a new message from the person, another conversation)
+drops the waiting calls.
 """
 
 from __future__ import annotations
@@ -11,10 +20,11 @@ from __future__ import annotations
 import math
 import threading
 from abc import abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lmc.backends._dialogue import Prompt, read_prompt
+from lmc.backends._dialogue import HarmonyWriter, Prompt, call_key, read_prompt
 from lmc.backends._http import checked_url, key_source, make_client, server_errors
 from lmc.backends.base import (
     Backend,
@@ -22,6 +32,7 @@ from lmc.backends.base import (
     Generation,
     Piece,
     SamplingSettings,
+    StopReason,
     StreamGeneration,
 )
 from lmc.backends.openai_server import server_context
@@ -30,7 +41,29 @@ from lmc.errors import ServerError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ChatLikeBackend"]
+__all__ = ["ChatLikeBackend", "ServerCall"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerCall:
+    """One tool call as the server made it: its id (may be empty), function and arguments."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+def _place(prompt: Prompt) -> tuple[str, int, bool]:
+    """Where a prompt stands in its turn: the person's last words, the calls since them, and
+    whether it ends with a tool's result."""
+    user, calls = "", 0
+    for turn in prompt.turns:
+        if turn.kind == "user":
+            user, calls = turn.text, 0
+        elif turn.kind == "call":
+            calls += 1
+    ends_with_result = bool(prompt.turns) and prompt.turns[-1].kind == "result"
+    return user, calls, ends_with_result
 
 
 class ChatLikeBackend(Backend):
@@ -45,9 +78,16 @@ class ChatLikeBackend(Backend):
         key, self._key_from = key_source(config)
         self._timeout = config.timeout
         self._client = make_client(config, key)
-        #: (function, arguments) of calls the server made -> the id it gave them.
-        self.call_ids: dict[tuple[str, str], str] = {}
+        #: (function, arguments) of calls the server made -> the ids it gave them, in order
+        #: (the same call made twice has two).
+        self.call_ids: dict[tuple[str, str], list[str]] = {}
         self.recipients: dict[str, str | None] = {}
+        #: Calls the server made in its last answer that have not been handed out yet.
+        self.waiting: list[ServerCall] = []
+        #: Where the prompt stood when the server was asked, then where the next prompt must
+        #: stand for the next waiting call to be its answer.
+        self._asked: tuple[str, int, bool] = ("", 0, False)
+        self._expected: tuple[str, int, bool] | None = None
 
     @abstractmethod
     def endpoint(self, api_base: str) -> str:
@@ -72,9 +112,45 @@ class ChatLikeBackend(Backend):
         settings = settings or SamplingSettings()
         #: Functions of built-in namespaces -> their Harmony recipients (browser.search).
         self.recipients = {f.name: f.recipient for f in settings.functions or () if f.recipient}
-        body = self.body(read_prompt(prompt, self.call_ids), settings)
+        read = read_prompt(prompt, self.call_ids)
+        place = _place(read)
+        if self.waiting and place == self._expected:
+            return self._hand_out(place)
+        self.waiting, self._expected, self._asked = [], None, place
+        body = self.body(read, settings)
         generation = StreamGeneration(0)
         generation.run = self._run(generation, body, cancel)
+        return generation
+
+    def write_calls(
+        self, writer: HarmonyWriter, calls: Sequence[ServerCall], generation: Generation
+    ) -> Iterator[Piece]:
+        """The calls of one answer: their ids kept, the first written, the others waiting."""
+        for call in calls:
+            if call.call_id:
+                ids = self.call_ids.setdefault(call_key(call.name, call.arguments or "{}"), [])
+                if call.call_id not in ids:
+                    ids.append(call.call_id)
+        first, *self.waiting = calls
+        user, done, _ = self._asked
+        self._expected = (user, done + 1, True)
+        yield from writer.call(first.name, first.arguments or "{}", self.recipients.get(first.name))
+        generation.stop_reason = StopReason.CALL
+
+    def _hand_out(self, place: tuple[str, int, bool]) -> Generation:
+        """The next waiting call, as the answer to a prompt that ends with the last one's result."""
+        call = self.waiting.pop(0)
+        user, done, _ = place
+        self._expected = (user, done + 1, True) if self.waiting else None
+        generation = StreamGeneration(0)
+        generation.model_calls = 0
+
+        def run() -> Iterator[Piece]:
+            arguments = call.arguments or "{}"
+            yield from HarmonyWriter().call(call.name, arguments, self.recipients.get(call.name))
+            generation.stop_reason = StopReason.CALL
+
+        generation.run = run()
         return generation
 
     def _run(

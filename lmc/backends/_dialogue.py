@@ -116,17 +116,22 @@ def call_key(name: str, arguments: str) -> tuple[str, str]:
     return name, call_arguments(name, text)
 
 
-def read_prompt(prompt: str, known_ids: Mapping[tuple[str, str], str] | None = None) -> Prompt:
+def read_prompt(
+    prompt: str, known_ids: Mapping[tuple[str, str], str | Sequence[str]] | None = None
+) -> Prompt:
     """The conversation in ``prompt`` (a rendered Harmony prompt ending in ``<|start|>assistant``).
 
-    ``known_ids`` maps (function, arguments) of calls seen this session to the server's ids;
-    other calls get ids made from their position, the same each time the prompt is read.
+    ``known_ids`` maps (function, arguments) of calls seen this session to the server's ids
+    (several when the server made the same call more than once: the prompt's first such call
+    gets the first id, and so on, the last id for any more); other calls get ids made from
+    their position, the same each time the prompt is read.
     """
     parser = StreamParser(role=None)
     parser.feed_text(prompt)
     parser.finish()
     out = Prompt()
     pending: list[str] = []  # ids of calls not answered yet, oldest first
+    seen: dict[tuple[str, str], int] = {}  # how often each known call came so far
     for index, message in enumerate(parser.messages):
         text = _unescape(message.text)
         if message.role == "system":
@@ -139,7 +144,7 @@ def read_prompt(prompt: str, known_ids: Mapping[tuple[str, str], str] | None = N
         elif message.role == "assistant" and message.recipient not in (None, "all"):
             name = function_name(message.recipient or "")
             arguments = call_arguments(name, text)
-            call_id = (known_ids or {}).get((name, arguments)) or f"call_{index}"
+            call_id = _known_id(known_ids or {}, (name, arguments), seen) or f"call_{index}"
             pending.append(call_id)
             out.turns.append(Turn("call", arguments, name, call_id))
         elif message.role == "assistant":
@@ -149,6 +154,21 @@ def read_prompt(prompt: str, known_ids: Mapping[tuple[str, str], str] | None = N
             call_id = pending.pop(0) if pending else f"call_{index}"
             out.turns.append(Turn("result", text, function_name(message.name or ""), call_id))
     return out
+
+
+def _known_id(
+    known: Mapping[tuple[str, str], str | Sequence[str]],
+    key: tuple[str, str],
+    seen: dict[tuple[str, str], int],
+) -> str | None:
+    """The server's id for this occurrence of a call, if it gave one."""
+    ids = known.get(key)
+    if not ids:
+        return None
+    if isinstance(ids, str):
+        return ids
+    count = seen[key] = seen.get(key, 0) + 1
+    return ids[min(count, len(ids)) - 1]
 
 
 class HarmonyWriter:

@@ -114,6 +114,8 @@ class Generation(ABC):
     completion_tokens: int = 0
     #: Of those, reasoning tokens, where the server says (0: not told).
     reasoning_tokens: int = 0
+    #: Model calls it took: 0 for a tool call the server made earlier, in the same answer.
+    model_calls: int = 1
 
     @abstractmethod
     def __iter__(self) -> Iterator[Piece]: ...

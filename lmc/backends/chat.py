@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from lmc.backends._chatlike import ChatLikeBackend
+from lmc.backends._chatlike import ChatLikeBackend, ServerCall
 from lmc.backends._dialogue import (
     HarmonyWriter,
     Prompt,
-    call_key,
     stop_after_answer,
     tool_payload,
 )
@@ -40,9 +39,45 @@ REASONING_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")
 
 @dataclass(slots=True)
 class _ToolCall:
+    index: int = 0
     call_id: str = ""
     name: str = ""
     arguments: str = ""
+
+
+class _Calls:
+    """The tool calls of one answer, put together from their deltas.
+
+    A delta names its call by ``index``; a delta that starts a call with a new id where
+    another call already began under that index starts another call: Ollama's /v1 sent its
+    calls without an index (ollama/ollama issue #7881), each whole in its own chunk, so every
+    one of them reads as index 0.
+    """
+
+    def __init__(self) -> None:
+        self.began: list[_ToolCall] = []
+        self._by_index: dict[int, _ToolCall] = {}
+
+    def add(self, item: dict[str, Any]) -> None:
+        index = int(item.get("index") or 0)
+        call_id = str(item.get("id") or "")
+        call = self._by_index.get(index)
+        if call is None or (call_id and call.call_id and call_id != call.call_id):
+            call = self._by_index[index] = _ToolCall(index)
+            self.began.append(call)
+        call.call_id = call_id or call.call_id
+        function = item.get("function") or {}
+        call.name += str(function.get("name") or "") if not call.name else ""
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            call.arguments += arguments
+        elif isinstance(arguments, dict):
+            call.arguments = json.dumps(arguments, ensure_ascii=False)
+
+    def named(self) -> list[ServerCall]:
+        """The calls with a name, by index (those under one index in the order they began)."""
+        ordered = sorted(self.began, key=lambda c: c.index)
+        return [ServerCall(c.call_id, c.name, c.arguments) for c in ordered if c.name]
 
 
 class ChatBackend(ChatLikeBackend):
@@ -81,7 +116,15 @@ class ChatBackend(ChatLikeBackend):
         return body
 
     def messages(self, prompt: Prompt) -> list[dict[str, Any]]:
-        """The conversation as Chat Completions messages."""
+        """The conversation as Chat Completions messages.
+
+        Each call goes back in an assistant message of its own, followed by its ``tool``
+        message, even when the server made several in one: gpt-oss's chat template (the
+        ``chat_template.jinja`` of openai/gpt-oss-20b, which vLLM, llama.cpp's server and LM
+        Studio apply) renders only ``tool_calls[0]`` of a message and names each result after
+        the call before it, so a message carrying two calls would lose the second. The shape
+        is one the API accepts: every ``tool_call_id`` is answered by a ``tool`` message.
+        """
         out: list[dict[str, Any]] = []
         if prompt.instructions:
             out.append({"role": "system", "content": prompt.instructions})
@@ -129,7 +172,7 @@ class ChatBackend(ChatLikeBackend):
         self, response: httpx.Response, generation: Generation, cancel: threading.Event | None
     ) -> Iterator[Piece]:
         writer = HarmonyWriter()
-        calls: dict[int, _ToolCall] = {}
+        calls = _Calls()
         finish: str | None = None
         events = 0
         for data in sse_data(response):
@@ -158,7 +201,7 @@ class ChatBackend(ChatLikeBackend):
         yield from self._end(writer, calls, finish, generation)
 
     def _delta(
-        self, delta: dict[str, Any], writer: HarmonyWriter, calls: dict[int, _ToolCall]
+        self, delta: dict[str, Any], writer: HarmonyWriter, calls: _Calls
     ) -> Iterator[Piece]:
         for name in REASONING_FIELDS:
             text = delta.get(name)
@@ -170,33 +213,19 @@ class ChatBackend(ChatLikeBackend):
         if isinstance(content, str):
             yield from writer.answer(content)
         for item in delta.get("tool_calls") or []:
-            if not isinstance(item, dict):
-                continue
-            call = calls.setdefault(int(item.get("index") or 0), _ToolCall())
-            call.call_id = str(item.get("id") or call.call_id)
-            function = item.get("function") or {}
-            call.name += str(function.get("name") or "") if not call.name else ""
-            arguments = function.get("arguments")
-            if isinstance(arguments, str):
-                call.arguments += arguments
-            elif isinstance(arguments, dict):
-                call.arguments = json.dumps(arguments, ensure_ascii=False)
+            if isinstance(item, dict):
+                calls.add(item)
 
     def _end(
         self,
         writer: HarmonyWriter,
-        calls: dict[int, _ToolCall],
+        calls: _Calls,
         finish: str | None,
         generation: Generation,
     ) -> Iterator[Piece]:
-        named = [calls[i] for i in sorted(calls) if calls[i].name]
+        named = calls.named()
         if named and finish != "length":  # a call cut off by the token limit is not run
-            call = named[0]  # one call a step, as the loop runs them
-            arguments = call.arguments or "{}"
-            if call.call_id:
-                self.call_ids[call_key(call.name, arguments)] = call.call_id
-            yield from writer.call(call.name, arguments, self.recipients.get(call.name))
-            generation.stop_reason = StopReason.CALL
+            yield from self.write_calls(writer, named, generation)
             return
         reason = stop_after_answer(writer, finish)
         yield from writer.finish(reason)

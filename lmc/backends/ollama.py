@@ -15,8 +15,8 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from lmc.backends._chatlike import ChatLikeBackend
-from lmc.backends._dialogue import HarmonyWriter, Prompt, call_key, tool_payload
+from lmc.backends._chatlike import ChatLikeBackend, ServerCall
+from lmc.backends._dialogue import HarmonyWriter, Prompt, tool_payload
 from lmc.backends._http import ServerAnswer, json_object, split_base
 from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
 
@@ -62,6 +62,8 @@ class OllamaBackend(ChatLikeBackend):
 
     @staticmethod
     def messages(prompt: Prompt) -> list[dict[str, Any]]:
+        """The conversation as /api/chat messages; each call in an assistant message of its
+        own with its result after it (why: :meth:`lmc.backends.chat.ChatBackend.messages`)."""
         out: list[dict[str, Any]] = []
         if prompt.instructions:
             out.append({"role": "system", "content": prompt.instructions})
@@ -101,7 +103,7 @@ class OllamaBackend(ChatLikeBackend):
         self, response: httpx.Response, generation: Generation, cancel: threading.Event | None
     ) -> Iterator[Piece]:
         writer = HarmonyWriter()
-        call: tuple[str, str, str] | None = None  # (id, name, arguments)
+        calls: list[ServerCall] = []
         done_reason: str | None = None
         lines = 0
         for line in response.iter_lines():
@@ -117,36 +119,47 @@ class OllamaBackend(ChatLikeBackend):
                 raise ServerAnswer(f"sent a message that is not an object: {line[:80]}")
             yield from writer.reason(str(message.get("thinking") or ""))
             yield from writer.answer(str(message.get("content") or ""))
-            for item in message.get("tool_calls") or []:
-                function = item.get("function") if isinstance(item, dict) else None
-                if call is None and isinstance(function, dict) and function.get("name"):
-                    arguments = function.get("arguments")
-                    text = (
-                        arguments
-                        if isinstance(arguments, str)
-                        else json.dumps(arguments or {}, ensure_ascii=False)
-                    )
-                    call = (str(item.get("id") or ""), str(function["name"]), text)
+            calls += _named_calls(message)
             if event.get("done"):
-                done_reason = str(event.get("done_reason") or "stop")
-                generation.prompt_tokens = int(event.get("prompt_eval_count") or 0)
-                generation.prompt_tokens_evaluated = generation.prompt_tokens
-                generation.completion_tokens = int(event.get("eval_count") or 0)
+                done_reason = _record_done(event, generation)
                 break
         if lines == 0:
             raise ServerAnswer("closed the stream without sending anything")
-        if call is not None:
-            call_id, name, arguments = call
-            if call_id:
-                self.call_ids[call_key(name, arguments)] = call_id
-            yield from writer.call(name, arguments, self.recipients.get(name))
-            generation.stop_reason = StopReason.CALL
+        if calls:
+            yield from self.write_calls(writer, calls, generation)
             return
-        if done_reason == "length":
-            reason = StopReason.MAX_TOKENS
-        elif done_reason is not None and writer.text:
-            reason = StopReason.RETURN
-        else:
-            reason = StopReason.END_OF_STREAM
+        reason = _stop_reason(done_reason, wrote_text=bool(writer.text))
         yield from writer.finish(reason)
         generation.stop_reason = reason
+
+
+def _named_calls(message: dict[str, Any]) -> list[ServerCall]:
+    """The named tool calls of a streamed message, their arguments as JSON."""
+    calls: list[ServerCall] = []
+    for item in message.get("tool_calls") or []:
+        function = item.get("function") if isinstance(item, dict) else None
+        if isinstance(function, dict) and function.get("name"):
+            arguments = function.get("arguments")
+            text = (
+                arguments
+                if isinstance(arguments, str)
+                else json.dumps(arguments or {}, ensure_ascii=False)
+            )
+            calls.append(ServerCall(str(item.get("id") or ""), str(function["name"]), text))
+    return calls
+
+
+def _record_done(event: dict[str, Any], generation: Generation) -> str:
+    """Take the token counts from the last event; its done reason (``stop`` when absent)."""
+    generation.prompt_tokens = int(event.get("prompt_eval_count") or 0)
+    generation.prompt_tokens_evaluated = generation.prompt_tokens
+    generation.completion_tokens = int(event.get("eval_count") or 0)
+    return str(event.get("done_reason") or "stop")
+
+
+def _stop_reason(done_reason: str | None, *, wrote_text: bool) -> StopReason:
+    if done_reason == "length":
+        return StopReason.MAX_TOKENS
+    if done_reason is not None and wrote_text:
+        return StopReason.RETURN
+    return StopReason.END_OF_STREAM

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lmc.backends._http import (
@@ -140,13 +140,7 @@ class OpenAIServerBackend(Backend):
         body: dict[str, Any],
         cancel: threading.Event | None,
     ) -> Iterator[Piece]:
-        header = _HeaderWatch(prompt)
-        splitter = MarkerSplitter()
-        reason: StopReason | None = None
-        finish: str | None = None
-        events = 0
-        # Right after <|start|>assistant the model writes a marker; text there was stripped.
-        expect_marker = self.check_markers and prompt.endswith(tokens.START + "assistant")
+        run = _CompletionRun(generation, prompt, self.url, check_markers=self.check_markers)
         with (
             server_errors(self.url, self._timeout, self._key_from),
             self._client.stream("POST", self.url, json=body) as response,
@@ -154,48 +148,77 @@ class OpenAIServerBackend(Backend):
             if response.status_code >= 400:
                 response.read()  # the error message is in the body
                 response.raise_for_status()
-            for data in sse_data(response):
-                if cancel is not None and cancel.is_set():
-                    reason = StopReason.CANCELLED
-                    break
-                events += 1
-                if data == "[DONE]":
-                    break
-                event = json.loads(data)
-                text, event_finish, usage = _completion_event(event)
-                # A usage-only chunk after the last choice carries no finish reason: keep it.
-                finish = event_finish or finish
-                if usage:
-                    count_usage(generation, usage)
-                for piece in splitter.feed(text):
-                    if expect_marker and (piece.special or piece.text.strip()):
-                        expect_marker = False
-                        if not piece.special:
-                            raise MarkersDropped(_dropped(self.url, piece.text))
-                    header.see(piece)
-                    if piece.special and piece.text in tokens.STOP_TOKENS:
-                        reason = StopReason.CALL if piece.text == tokens.CALL else StopReason.RETURN
-                    if not piece.special and not usage:
-                        generation.completion_tokens += 1
-                    yield piece
-                    if reason is not None:
-                        break
-                if reason is not None:
-                    break
-            if events == 0 and reason is None:
-                raise ServerAnswer("closed the stream without sending any event")
-        if reason is None:
-            for piece in splitter.flush():
-                yield piece
-            if finish == "length":
-                reason = StopReason.MAX_TOKENS
-            elif finish == "stop":
-                marker = tokens.CALL if header.recipient else tokens.RETURN
-                yield Piece(marker, special=True)
-                reason = StopReason.CALL if header.recipient else StopReason.RETURN
+            yield from run.consume(sse_data(response), cancel)
+        yield from run.finish()
+
+
+class _CompletionRun:
+    """One streamed completion: the server's events in, Harmony pieces out, and why it ended."""
+
+    def __init__(self, generation: Generation, prompt: str, url: str, *, check_markers: bool):
+        self.generation = generation
+        self.url = url
+        self.header = _HeaderWatch(prompt)
+        self.splitter = MarkerSplitter()
+        self.reason: StopReason | None = None
+        self.finish_reason: str | None = None
+        # Right after <|start|>assistant the model writes a marker; text there was stripped.
+        self.expect_marker = check_markers and prompt.endswith(tokens.START + "assistant")
+
+    def consume(self, events: Iterable[str], cancel: threading.Event | None) -> Iterator[Piece]:
+        """The pieces of the server's events, until a stop token, ``[DONE]`` or a cancel."""
+        seen = 0
+        for data in events:
+            if cancel is not None and cancel.is_set():
+                self.reason = StopReason.CANCELLED
+                return
+            seen += 1
+            if data == "[DONE]":
+                break
+            yield from self._event(json.loads(data))
+            if self.reason is not None:
+                return
+        if seen == 0:
+            raise ServerAnswer("closed the stream without sending any event")
+
+    def _event(self, event: Any) -> Iterator[Piece]:
+        text, event_finish, usage = _completion_event(event)
+        # A usage-only chunk after the last choice carries no finish reason: keep it.
+        self.finish_reason = event_finish or self.finish_reason
+        if usage:
+            count_usage(self.generation, usage)
+        for piece in self.splitter.feed(text):
+            self._check_marker(piece)
+            self.header.see(piece)
+            if piece.special and piece.text in tokens.STOP_TOKENS:
+                self.reason = StopReason.CALL if piece.text == tokens.CALL else StopReason.RETURN
+            if not piece.special and not usage:
+                self.generation.completion_tokens += 1
+            yield piece
+            if self.reason is not None:
+                return
+
+    def _check_marker(self, piece: Piece) -> None:
+        """The first thing the model writes must be a marker: plain text means the server
+        stripped the special tokens."""
+        if self.expect_marker and (piece.special or piece.text.strip()):
+            self.expect_marker = False
+            if not piece.special:
+                raise MarkersDropped(_dropped(self.url, piece.text))
+
+    def finish(self) -> Iterator[Piece]:
+        """What the splitter held back, and the stop marker a ``stop`` finish stripped."""
+        if self.reason is None:
+            yield from self.splitter.flush()
+            if self.finish_reason == "length":
+                self.reason = StopReason.MAX_TOKENS
+            elif self.finish_reason == "stop":
+                calling = bool(self.header.recipient)
+                yield Piece(tokens.CALL if calling else tokens.RETURN, special=True)
+                self.reason = StopReason.CALL if calling else StopReason.RETURN
             else:
-                reason = StopReason.END_OF_STREAM
-        generation.stop_reason = reason
+                self.reason = StopReason.END_OF_STREAM
+        self.generation.stop_reason = self.reason
 
 
 def _dropped(url: str, text: str) -> str:

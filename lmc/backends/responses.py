@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from lmc.backends._chatlike import ChatLikeBackend
-from lmc.backends._dialogue import HarmonyWriter, Prompt, call_key, stop_after_answer
+from lmc.backends._chatlike import ChatLikeBackend, ServerCall
+from lmc.backends._dialogue import HarmonyWriter, Prompt, stop_after_answer
 from lmc.backends._http import ServerAnswer, json_object, split_base, sse_data
 from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
 
@@ -106,7 +106,7 @@ class ResponsesBackend(ChatLikeBackend):
         self, response: httpx.Response, generation: Generation, cancel: threading.Event | None
     ) -> Iterator[Piece]:
         writer = HarmonyWriter()
-        call: dict[str, str] | None = None
+        calls: dict[str, dict[str, str]] = {}  # by output index, in the order they came
         finish: str | None = None
         for data in sse_data(response):
             if cancel is not None and cancel.is_set():
@@ -122,40 +122,46 @@ class ResponsesBackend(ChatLikeBackend):
             elif kind == "response.output_text.delta":
                 yield from writer.answer(str(event.get("delta") or ""))
             elif kind in ("response.output_item.added", "response.output_item.done"):
-                call = _call_item(event.get("item"), call)
-            elif kind == "response.function_call_arguments.delta" and call is not None:
-                call["arguments"] += str(event.get("delta") or "")
+                _call_item(event, calls)
+            elif kind == "response.function_call_arguments.delta":
+                _arguments_delta(event, calls)
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
                 finish = _finished(event, generation)
                 break
         if finish is None:
             raise ServerAnswer("ended the stream before the response completed")
-        if call is not None and call["name"] and finish != "length":
-            if call["call_id"]:
-                self.call_ids[call_key(call["name"], call["arguments"])] = call["call_id"]
-            yield from writer.call(
-                call["name"], call["arguments"] or "{}", self.recipients.get(call["name"])
-            )
-            generation.stop_reason = StopReason.CALL
+        made = [
+            ServerCall(c["call_id"], c["name"], c["arguments"]) for c in calls.values() if c["name"]
+        ]
+        if made and finish != "length":
+            yield from self.write_calls(writer, made, generation)
             return
         reason = stop_after_answer(writer, finish)
         yield from writer.finish(reason)
         generation.stop_reason = reason
 
 
-def _call_item(item: Any, call: dict[str, str] | None) -> dict[str, str] | None:
-    """The first function call of the response, its arguments complete once it is done."""
+def _call_item(event: dict[str, Any], calls: dict[str, dict[str, str]]) -> None:
+    """A ``function_call`` output item, kept under its output index; once it is done its
+    arguments are complete."""
+    item = event.get("item")
     if not isinstance(item, dict) or item.get("type") != "function_call":
-        return call
-    if call is None:
-        call = {"call_id": "", "name": "", "arguments": ""}
-    elif call["name"] and item.get("name") and item.get("name") != call["name"]:
-        return call  # a second call: one call a step
+        return
+    key = str(event.get("output_index", item.get("id") or len(calls)))
+    call = calls.setdefault(key, {"call_id": "", "name": "", "arguments": ""})
     call["call_id"] = str(item.get("call_id") or call["call_id"])
     call["name"] = str(item.get("name") or call["name"])
     if isinstance(item.get("arguments"), str) and item["arguments"]:
         call["arguments"] = item["arguments"]
-    return call
+
+
+def _arguments_delta(event: dict[str, Any], calls: dict[str, dict[str, str]]) -> None:
+    """A piece of a call's arguments, for the call at its output index (the last one begun
+    when the event names none)."""
+    index = event.get("output_index")
+    call = calls.get(str(index)) if index is not None else calls.get(next(reversed(calls), ""))
+    if call is not None:
+        call["arguments"] += str(event.get("delta") or "")
 
 
 def _finished(event: dict[str, Any], generation: Generation) -> str:

@@ -135,6 +135,7 @@ def _chat_on(
     from lmc.terminal.magic import ChatState
 
     confirmer = make_confirmer(output, settings, terminal)
+    interpreter.prestart()  # the kernels boot while the model loads and the person types
     load_with_spinner(interpreter, output, settings)
     if output.mode == "json":
         return _json_chat(interpreter, output, confirmer, settings)

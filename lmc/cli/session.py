@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from lmc.cli.options import SharedOptions
 from lmc.config import Settings, data_dir, load_settings
 from lmc.errors import LmcError, SandboxUnavailableError
-from lmc.messages import Chunk, Message
+from lmc.messages import Block, Chunk, Message
 from lmc.terminal.base import BlockRenderer
 from lmc.terminal.signals import Terminated
 
@@ -200,14 +200,10 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
 
 def sandbox_limits(settings: Settings) -> Any:
     """The sandbox's limits: the defaults, with what the config raises or lowers."""
+    from lmc.agent.pieces import sandbox_limits as changed_limits
     from lmc.computer.sandbox import Limits
 
-    return Limits.chosen(
-        settings.sandbox_processes,
-        settings.sandbox_memory,
-        settings.sandbox_tmp_size,
-        settings.sandbox_shm_size,
-    )
+    return changed_limits(settings) or Limits()
 
 
 def sandbox_for(settings: Settings) -> Any:
@@ -354,7 +350,7 @@ class _Tracker(BlockRenderer):
 
 
 def _chunks(
-    interpreter: Any, message: str | Message, confirm: Callable[[Chunk], Answer]
+    interpreter: Any, message: str | Message, confirm: Callable[[Block], Answer]
 ) -> Iterator[Chunk]:
     return iter(interpreter.chat(message, stream=True, display=False, confirm=confirm))
 
@@ -363,7 +359,7 @@ def run_turn(
     interpreter: Any,
     message: str | Message,
     output: Output,
-    confirm: Callable[[Chunk], Answer],
+    confirm: Callable[[Block], Answer],
 ) -> Turn:
     """Send one message and render its chunks; Ctrl-C stops the turn and keeps the history.
 

@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from lmc.computer.output import TextCleaner, clean_text
-from lmc.messages import Chunk
+from lmc.messages import Chunk, CodeChunk, ImageChunk, ImageFormat, console_end, console_start
+from lmc.messages import active_line as active_line_chunk
+from lmc.messages import console_output as output_chunk
 
 __all__ = [
     "MessageTranslator",
@@ -38,28 +40,11 @@ EMPTY_INPUT_HINT = (
 )
 
 
-def console_start() -> Chunk:
-    return {"role": "computer", "type": "console", "start": True}
-
-
-def console_end() -> Chunk:
-    return {"role": "computer", "type": "console", "end": True}
-
-
-def active_line_chunk(line: int | None) -> Chunk:
-    content = None if line is None else str(line)
-    return {"role": "computer", "type": "console", "format": "active_line", "content": content}
-
-
-def output_chunk(text: str) -> Chunk:
-    return {"role": "computer", "type": "console", "format": "output", "content": text}
-
-
-def image_chunk(image_format: str, data: str) -> Chunk:
+def image_chunk(image_format: ImageFormat, data: str) -> ImageChunk:
     return {"role": "computer", "type": "image", "format": image_format, "content": data}
 
 
-def html_chunk(html: str) -> Chunk:
+def html_chunk(html: str) -> CodeChunk:
     return {"role": "computer", "type": "code", "format": "html", "content": html}
 
 
@@ -104,7 +89,11 @@ class MessageTranslator:
         """An image if there is one; else the plain text, or the HTML when the text is empty
         or only an object's default repr (``display(HTML(...))``)."""
         data: dict[str, Any] = content.get("data") or {}
-        for mime, image_format in (("image/png", "base64.png"), ("image/jpeg", "base64.jpeg")):
+        images: tuple[tuple[str, ImageFormat], ...] = (
+            ("image/png", "base64.png"),
+            ("image/jpeg", "base64.jpeg"),
+        )
+        for mime, image_format in images:
             if isinstance(data.get(mime), str):
                 yield image_chunk(image_format, "".join(data[mime].split()))
                 return

@@ -138,18 +138,21 @@ class Computer:
 
     # -- kernels ----------------------------------------------------------------------------
 
-    def start(self, language: str) -> None:
-        """Start ``language``'s kernel in the background; unknown or missing ones are ignored."""
+    def start(self, language: str, *, connect: bool = True) -> None:
+        """Start ``language``'s kernel in the background; unknown or missing ones are ignored.
+
+        With ``connect=False`` a local kernel's process boots but lmc's side of its sockets
+        waits for the next :meth:`start` or run (see :meth:`KernelSession.launch`)."""
         resolved = resolve_language(language)
         if resolved is None or resolved.kernel is None or self._missing(resolved):
             return
         with contextlib.suppress(ComputerError):  # run() will say what is wrong
-            self._session(resolved)
+            self._session(resolved, connect=connect)
 
-    def prestart(self, languages: Iterable[str]) -> None:
+    def prestart(self, languages: Iterable[str], *, connect: bool = True) -> None:
         """Start several kernels in the background (e.g. while the model is generating)."""
         for language in languages:
-            self.start(language)
+            self.start(language, connect=connect)
 
     def restart(self, language: str) -> None:
         """Replace ``language``'s kernel with a fresh one (its state is lost)."""
@@ -316,8 +319,8 @@ class Computer:
         seen = _Ends()  # error messages are short: the ends of the output are enough
         try:
             for chunk in self._execute(language, session, translator, code, timeout):
-                if chunk.get("format") == "output" and isinstance(chunk.get("content"), str):
-                    seen.add(chunk["content"])
+                if chunk["type"] == "console" and chunk.get("format") == "output":
+                    seen.add(chunk.get("content") or "")
                 yield chunk
         finally:
             with self._lock:
@@ -377,7 +380,7 @@ class Computer:
             f"{language.name} kernel was restarted; {lost}.\n"
         )
 
-    def _session(self, language: Language) -> Kernel:
+    def _session(self, language: Language, *, connect: bool = True) -> Kernel:
         assert language.kernel is not None
         with self._lock:
             session = self._sessions.get(language.name)
@@ -386,7 +389,10 @@ class Computer:
                     raise ComputerError("this computer has been closed")
                 session = self._new_session(language)
                 self._sessions[language.name] = session
-        session.start()
+        if connect:
+            session.start()
+        else:
+            session.launch()
         return session
 
     def _replace(self, language: Language, *, expected: Kernel | None = None) -> Kernel:

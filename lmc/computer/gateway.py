@@ -99,7 +99,7 @@ class GatewayConfig:
 
     def start_env(self) -> dict[str, str]:
         """The environment sent with a start request."""
-        from lmc.computer.kernel import KERNEL_ENV
+        from lmc.computer.kernel_process import KERNEL_ENV
 
         return {**KERNEL_ENV, "KERNEL_USERNAME": self.username, **self.env}
 

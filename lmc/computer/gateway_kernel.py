@@ -32,15 +32,9 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from lmc.computer.gateway import GatewayClient, GatewayConfig, require_websockets
-from lmc.computer.kernel import (
-    IDLE_AFTER_REPLY,
-    INTERRUPT_GRACE,
-    InterruptIgnored,
-    KernelDied,
-    KernelEvent,
-    TimedOut,
-)
+from lmc.computer.kernel_events import InterruptIgnored, KernelDied, KernelEvent
 from lmc.computer.kernelspecs import kernels_dir
+from lmc.computer.run_watch import RunWatch
 from lmc.computer.sandbox import SandboxPolicy
 from lmc.computer.starting import BackgroundStart
 from lmc.errors import ComputerError
@@ -322,60 +316,55 @@ class GatewayKernel(BackgroundStart):
         try:
             msg_id = self._send_execute(code, silent=False)
         except _Lost:
-            if self._closed:
-                raise ComputerError(f"the {self.language} kernel was shut down") from None
-            yield KernelDied(None, reason=self._died)
+            yield self._run_lost()
             return
         self._interrupted_at = None
-        deadline = None if timeout is None else time.monotonic() + timeout
-        timed_out = replied = idle = False
-        quiet_since = 0.0
+        run = RunWatch(timeout)
         try:
-            while not (replied and idle):
+            while not run.done:
                 try:
-                    message = self._receive(self._wait(deadline, replied, quiet_since))
+                    message = self._receive(self._wait(run))
                 except _Lost:
-                    if self._closed:
-                        raise ComputerError(f"the {self.language} kernel was shut down") from None
-                    yield KernelDied(None, reason=self._died)
+                    yield self._run_lost()
                     return
                 if self._died is not None:
                     yield KernelDied(None, reason=self._died)
                     return
                 if message is not None and message["parent_header"].get("msg_id") == msg_id:
-                    quiet_since = time.monotonic()
-                    event = self._event(message)
-                    replied = replied or event == "reply"
-                    idle = idle or event == "idle"
-                    if isinstance(event, dict):
-                        yield event
-                if replied and (idle or time.monotonic() >= quiet_since + IDLE_AFTER_REPLY):
-                    idle = True
+                    yield from self._take(message, run)
+                if run.finished():
                     break
-                now = time.monotonic()
-                if self._interrupted_at is not None and now >= self._interrupted_at + (
-                    INTERRUPT_GRACE
-                ):
-                    yield InterruptIgnored(INTERRUPT_GRACE)
-                    return
-                if deadline is not None and now >= deadline and not timed_out:
-                    timed_out = True
-                    deadline = None
-                    yield TimedOut(timeout or 0.0)
+                fault = run.expired(self._interrupted_at)
+                if fault is not None:
+                    yield fault
+                    if isinstance(fault, InterruptIgnored):
+                        return
                     self.interrupt()
         finally:
-            if not (replied and idle):
+            if not run.done:
                 self.interrupt()  # the consumer gave up on this run: stop the code too
 
-    def _wait(self, deadline: float | None, replied: bool, quiet_since: float) -> float:
+    def _run_lost(self) -> KernelDied:
+        """The websocket closed: the kernel died, unless lmc shut it down."""
+        if self._closed:
+            raise ComputerError(f"the {self.language} kernel was shut down") from None
+        return KernelDied(None, reason=self._died)
+
+    def _take(self, message: dict[str, Any], run: RunWatch) -> Iterator[KernelEvent]:
+        """One message of this run: output is yielded, reply and idle noted in ``run``."""
+        run.heard()
+        event = self._event(message)
+        run.replied = run.replied or event == "reply"
+        run.idle = run.idle or event == "idle"
+        if isinstance(event, dict):
+            yield event
+
+    def _wait(self, run: RunWatch) -> float:
         """Seconds to wait for the next message: up to the next thing to check."""
         wake_at = time.monotonic() + _RECEIVE_SLICE
-        if deadline is not None:
-            wake_at = min(wake_at, deadline)
-        if self._interrupted_at is not None:
-            wake_at = min(wake_at, self._interrupted_at + INTERRUPT_GRACE)
-        if replied:
-            wake_at = min(wake_at, quiet_since + IDLE_AFTER_REPLY)
+        due = run.wake_at(self._interrupted_at)
+        if due is not None:
+            wake_at = min(wake_at, due)
         return max(0.0, wake_at - time.monotonic())
 
     def _event(self, message: dict[str, Any]) -> dict[str, Any] | str | None:

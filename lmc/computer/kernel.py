@@ -1,49 +1,62 @@
-"""One running Jupyter kernel, driven the way nbclient drives one.
+"""One running Jupyter kernel on this machine, driven the way nbclient drives one.
 
-A :class:`KernelSession` owns a kernel process and its client sockets. It starts in a
-background thread (so start-up hides behind whatever the caller does meanwhile), and
-:meth:`KernelSession.execute` sends one execute request and yields what comes back for it:
-the IOPub messages whose parent is that request, plus fault events (:class:`KernelDied`,
-:class:`TimedOut`, :class:`InterruptIgnored`). It waits with one ``zmq`` poll over the IOPub
-socket, the shell socket and a pidfd of the kernel process, so output, the reply and the
-kernel's death all wake it at once; there is no sleep-polling.
-
-Kernels are launched with lmc's own argv (:mod:`lmc.computer.kernelspecs`), inside the
-sandbox a :class:`~lmc.computer.sandbox.SandboxPolicy` describes (when it is on), with stdin
-from /dev/null and their own stdout/stderr in a log file (shown when a kernel fails to start).
-Each kernel gets a private (0700) directory holding its owner-only connection file and, on
-POSIX, its ZeroMQ ipc sockets (Unix sockets: no TCP port anyone on the machine can reach, and
-they work inside a sandbox without a network); that one directory is shared into the sandbox.
+A :class:`KernelSession` owns a kernel process (:mod:`lmc.computer.kernel_process`) and its
+client sockets (:mod:`lmc.computer.kernel_channels`). It starts in a background thread (so
+start-up hides behind whatever the caller does meanwhile), and :meth:`KernelSession.execute`
+sends one execute request and yields what comes back for it: the IOPub messages whose parent
+is that request, plus fault events (:mod:`lmc.computer.kernel_events`), ending as the run's
+clocks say (:mod:`lmc.computer.run_watch`). It waits with one ``zmq`` poll over the sockets, a
+pidfd of the kernel process and a wake pipe, so output, the reply, the kernel's death and an
+interrupt all wake it at once.
 
 This is the one place that maps jupyter_client, zmq and process errors to
-:class:`~lmc.errors.ComputerError`.
+:class:`~lmc.errors.ComputerError`. The kernel's events, the :class:`Kernel` protocol and the
+timing constants are importable from here too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from queue import Empty
-from typing import IO, Any, Final, Protocol
+from typing import IO, Any, Final
 
-from lmc.computer.kernelspecs import KernelSpec, kernels_dir
+from lmc.computer.kernel_channels import RECEIVE_QUEUE, KernelChannels
+from lmc.computer.kernel_events import (
+    InterruptIgnored,
+    Kernel,
+    KernelDied,
+    KernelEvent,
+    TimedOut,
+    describe_exit,
+)
+from lmc.computer.kernel_process import (
+    KERNEL_ENV,
+    child_groups,
+    kill_group,
+    launch_plan,
+    start_process,
+    write_connection,
+)
+from lmc.computer.kernelspecs import KernelSpec
+from lmc.computer.run_watch import IDLE_AFTER_REPLY, INTERRUPT_GRACE, RunWatch
 from lmc.computer.runtime import default_runtime_dir
-from lmc.computer.sandbox import SandboxLaunch, SandboxPolicy, launch, prepare_launch
+from lmc.computer.sandbox import SandboxLaunch, SandboxPolicy
 from lmc.computer.starting import BackgroundStart
 from lmc.errors import ComputerError
 
 __all__ = [
+    "IDLE_AFTER_REPLY",
+    "INTERRUPT_GRACE",
+    "KERNEL_ENV",
+    "RECEIVE_QUEUE",
     "InterruptIgnored",
     "Kernel",
     "KernelDied",
@@ -51,113 +64,16 @@ __all__ = [
     "KernelSession",
     "TimedOut",
     "default_runtime_dir",
+    "describe_exit",
 ]
 
 #: Seconds a kernel may take to start and answer kernel_info.
 START_TIMEOUT: Final = 60.0
-#: Seconds a kernel gets to stop after an interrupt before it is killed and restarted.
-INTERRUPT_GRACE: Final = 3.0
-#: Seconds of IOPub silence after the execute reply before a lost idle status is assumed.
-#: The kernel sends idle right after the reply; only a kernel whose IOPub drops messages under
-#: a slow reader (IRkernel; lmc's own kernels wait instead) can lose it, and without this the
-#: run would wait for it forever.
-IDLE_AFTER_REPLY: Final = 5.0
 #: Seconds a wrapper kernel gets to end its code's session after a shutdown request.
 SHUTDOWN_GRACE: Final = 1.0
 #: Without a pidfd (not Linux), how often the kernel process is checked while waiting.
 _LIVENESS_INTERVAL: Final = 0.25
 _LOG_TAIL: Final = 2000
-#: IOPub messages that may wait in lmc's process (kernels send at most ~256 KB each).
-RECEIVE_QUEUE: Final = 64
-
-#: Environment every kernel gets: no pager waiting for a keypress that never comes.
-KERNEL_ENV: Final = {"PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
-
-
-@dataclass(frozen=True)
-class KernelDied:
-    """The kernel process exited (or, remote, was lost) while a request was running."""
-
-    returncode: int | None
-    #: What happened, in words, when there is no local exit status to describe (a remote
-    #: kernel the gateway restarted, or a gateway that went away).
-    reason: str | None = None
-
-    def describe(self) -> str:
-        """How it died, in words ("exit status 3", "killed by SIGSEGV (a crash)")."""
-        return self.reason if self.reason is not None else describe_exit(self.returncode)
-
-
-@dataclass(frozen=True)
-class TimedOut:
-    """The run hit its time limit; the kernel has been interrupted."""
-
-    seconds: float
-
-
-@dataclass(frozen=True)
-class InterruptIgnored:
-    """The kernel did not stop within the grace time after an interrupt; it was killed."""
-
-    seconds: float
-
-
-KernelEvent = dict[str, Any] | KernelDied | TimedOut | InterruptIgnored
-
-
-def describe_exit(returncode: int | None) -> str:
-    """A kernel process's end in words."""
-    if returncode is None:
-        return "it stopped answering"
-    if returncode >= 0:
-        return f"it exited with status {returncode}"
-    try:
-        name = signal.Signals(-returncode).name
-    except ValueError:
-        name = f"signal {-returncode}"
-    why = {
-        "SIGSEGV": " (a crash)",
-        "SIGBUS": " (a crash)",
-        "SIGABRT": " (an abort)",
-        "SIGKILL": " (from outside, often the out-of-memory killer)",
-    }.get(name, "")
-    return f"it was killed by {name}{why}"
-
-
-class Kernel(Protocol):
-    """What :class:`~lmc.computer.Computer` needs of a kernel, local or remote.
-
-    :class:`KernelSession` runs one on this machine;
-    :class:`lmc.computer.gateway_kernel.GatewayKernel` has a Jupyter Kernel/Enterprise Gateway
-    run one.
-    """
-
-    sandbox: SandboxPolicy | None
-    started_at: float | None
-
-    @property
-    def ready(self) -> bool: ...
-
-    @property
-    def alive(self) -> bool: ...
-
-    def death(self) -> str:
-        """How the kernel ended, in words, once it is not alive."""
-        ...
-
-    def out_of_memory(self) -> bool:
-        """Whether lmc's sandbox's memory limit killed one of its processes."""
-        ...
-
-    def start(self) -> None: ...
-
-    def wait_ready(self) -> None: ...
-
-    def interrupt(self) -> None: ...
-
-    def shutdown(self) -> None: ...
-
-    def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]: ...
 
 
 class KernelSession(BackgroundStart):
@@ -185,9 +101,7 @@ class KernelSession(BackgroundStart):
         self._wake_read, self._wake_write = os.pipe()  # interrupt() wakes a waiting execute()
         os.set_blocking(self._wake_read, False)
         os.set_blocking(self._wake_write, False)
-        self._client: Any = None
-        self._context: Any = None
-        self._poller: Any = None
+        self._channels: KernelChannels | None = None
         self._log: IO[bytes] | None = None
         self._connection_file: Path | None = None
         self._log_path: Path | None = None
@@ -202,6 +116,10 @@ class KernelSession(BackgroundStart):
         self._ran = False  # code was sent: it may have started children
         self._oom_before_release = False
         self.ready_at: float | None = None
+        # Connect the sockets (which loads jupyter_client and zmq into lmc's process, ~80 ms
+        # of CPU) only once code is coming: a prestarted kernel the model never uses costs
+        # lmc's own process nothing but its launch.
+        self._wanted = threading.Event()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -212,6 +130,20 @@ class KernelSession(BackgroundStart):
     @property
     def _thread_name(self) -> str:
         return f"lmc-start-{self.spec.name}"
+
+    def start(self) -> None:
+        """Launch the kernel and connect to it, in the background."""
+        self._wanted.set()
+        super().start()
+
+    def launch(self) -> None:
+        """Launch the kernel in the background; its sockets wait for :meth:`start` or
+        :meth:`wait_ready` (the process boots meanwhile all the same)."""
+        super().start()
+
+    def wait_ready(self) -> None:
+        self._wanted.set()
+        super().wait_ready()
 
     @property
     def alive(self) -> bool:
@@ -250,10 +182,8 @@ class KernelSession(BackgroundStart):
             os.write(self._wake_write, b"!")
         if self.spec.interrupt_mode == "message":
             with self._lock:
-                client = self._client
-                if client is not None:
-                    message = client.session.msg("interrupt_request", {})
-                    client.control_channel.send(message)
+                if self._channels is not None:
+                    self._channels.send_control("interrupt_request", {})
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._interrupt_group(process.pid), signal.SIGINT)
@@ -285,33 +215,18 @@ class KernelSession(BackgroundStart):
                 return
             self._closed = True
             thread = self._thread
+        self._wanted.set()  # a start waiting to connect goes on, to see it was shut down
         if thread is not None and thread.is_alive():  # still starting: stop it where it is
             if self._process is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self._process.pid, signal.SIGKILL)
+                kill_group(self._process.pid)
             thread.join()
         process = self._process
-        client = self._client
-        if self.spec.shutdown_request and self._ran and process is not None:
-            # A wrapper kernel runs its code in a session of its own (bash, node), which the
-            # kernel group's SIGKILL below does not reach: its process groups are killed
-            # first (background jobs included); without /proc, the kernel is asked to.
-            groups = _child_groups(process.pid)
-            if groups is None and client is not None:
-                with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
-                    client.control_channel.send(
-                        client.session.msg("shutdown_request", {"restart": False})
-                    )
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(SHUTDOWN_GRACE)
-            for group in groups or ():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(group, signal.SIGKILL)
         if process is not None:
+            if self.spec.shutdown_request and self._ran:
+                self._end_code_sessions(process)
             # No grace period otherwise: the kernel's state goes with it anyway, and waiting
             # for it to tidy up was most of the time lmc took to exit.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid)
             process.wait()
         # A run still reading the sockets ends within moments of the kernel's death; sockets
         # are not thread-safe, so that run closes them as it ends (see execute).
@@ -323,18 +238,28 @@ class KernelSession(BackgroundStart):
         elif self._connection_file is not None:
             shutil.rmtree(self._connection_file.parent, ignore_errors=True)
 
+    def _end_code_sessions(self, process: subprocess.Popen[bytes]) -> None:
+        """A wrapper kernel runs its code in a session of its own (bash, node), which the
+        kernel group's SIGKILL does not reach: its process groups are killed first
+        (background jobs included); without /proc, the kernel is asked to."""
+        groups = child_groups(process.pid)
+        channels = self._channels
+        if groups is None and channels is not None:
+            with contextlib.suppress(Exception):  # best effort: the kernel may be wedged
+                channels.send_control("shutdown_request", {"restart": False})
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(SHUTDOWN_GRACE)
+        for group in groups or ():
+            kill_group(group)
+
     def _release(self) -> None:
         with self._lock:
             if self._released:
                 return
             self._released = True
-        if self._client is not None:
-            with contextlib.suppress(Exception):
-                self._client.stop_channels()
-            self._client = None
-        if self._context is not None:
-            self._context.destroy(linger=0)
-            self._context = None
+        if self._channels is not None:
+            self._channels.close()
+            self._channels = None
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
@@ -356,6 +281,10 @@ class KernelSession(BackgroundStart):
     def _boot(self) -> None:
         try:
             self._launch()
+            self._wanted.wait()
+            if self._closed:
+                raise ComputerError(f"the {self.spec.name} kernel was shut down while starting")
+            self._connect()
             self._handshake()
             self.ready_at = time.monotonic()
         except ComputerError as exc:
@@ -367,106 +296,33 @@ class KernelSession(BackgroundStart):
             self._ready.set()
 
     def _launch(self) -> None:
-        import zmq
-        from jupyter_client.blocking.client import BlockingKernelClient
-        from jupyter_client.connect import write_connection_file
-        from jupyter_client.launcher import launch_kernel
-
-        # Short names: a Unix socket path must fit in about 100 bytes.
-        stem = f"k-{self.spec.name[:12]}-{uuid.uuid4().hex[:8]}"
-        private = self._runtime_dir / stem
-        private.mkdir(mode=0o700)
-        connection_file = private / "kernel.json"
-        ipc = os.name == "posix"
-        write_connection_file(
-            str(connection_file),
-            ip=str(private / "s") if ipc else "127.0.0.1",
-            transport="ipc" if ipc else "tcp",
-            key=secrets.token_hex(32).encode(),
-            kernel_name=self.spec.name,
-        )
+        connection_file, self._log_path = write_connection(self._runtime_dir, self.spec.name)
         self._connection_file = connection_file
-        self._log_path = self._runtime_dir / f"{stem}.log"
         self._log = self._log_path.open("wb")
-        kernel_env = {**KERNEL_ENV, **self.spec.env, **self._env}
-        command = self.spec.command(str(connection_file))
-        cwd = self._cwd
-        plan = SandboxLaunch(command, {**os.environ, **kernel_env})
+        plan, cwd = launch_plan(
+            self.spec,
+            connection_file,
+            env=self._env,
+            cwd=self._cwd,
+            sandbox=self.sandbox,
+            private_root=self._runtime_dir.parent,
+        )
         if self.sandbox is not None:
-            cwd = cwd or self.sandbox.workdir
-            # The spec's folder and its siblings (the wrapper kernels share lmc_wrapper/),
-            # the interpreter, and the workdir (read-only mode binds it no other way): seen
-            # even when they live under /tmp, which is private.
-            needed = [
-                self.sandbox.workdir,
-                kernels_dir(),
-                self.spec.resource_dir,
-                Path(sys.prefix),
-                Path(sys.base_prefix),
-                # Where the kernel's imports come from when lmc runs from a PYTHONPATH.
-                *(Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p),
-            ]
-            plan = prepare_launch(
-                self.sandbox,
-                command,
-                os.environ,
-                kernel_env=kernel_env,
-                shared=[private],
-                readable=needed,
-                cwd=cwd,
-                private_root=self._runtime_dir.parent,
-            )
             self._sandbox_launch = plan
-        else:
-            plan.argv = _dying_with_lmc(command)
-        log = self._log
-
-        def start() -> subprocess.Popen[bytes]:
-            try:
-                process: subprocess.Popen[bytes] = launch_kernel(
-                    plan.argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log.fileno(),
-                    stderr=log.fileno(),
-                    env=plan.env,
-                    cwd=None if cwd is None else str(cwd),
-                    pass_fds=plan.pass_fds,
-                )
-            finally:
-                plan.started()
-            return process
-
-        try:
-            # From lmc's long-lived launcher thread: bwrap's die-with-parent is tied to the
-            # thread that starts it, and this start-up thread ends in a moment.
-            self._process = launch(start)
-        except OSError as exc:
-            raise ComputerError(
-                f"could not run the {self.spec.name} kernel ({plan.argv[0]}): {exc}"
-            ) from exc
+        self._process = start_process(plan, self._log, cwd, self.spec.name)
         if hasattr(os, "pidfd_open"):
             self._pidfd = os.pidfd_open(self._process.pid)
-        self._context = zmq.Context()
-        # Few messages queue here however fast a kernel prints: memory stays bounded, and a
-        # slow consumer pushes back on the kernel's side instead.
-        self._context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
-        client = BlockingKernelClient(connection_file=str(connection_file), context=self._context)
-        client.load_connection_file()
-        client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=True)
-        self._client = client
-        self._poller = zmq.Poller()
-        self._poller.register(client.iopub_channel.socket, zmq.POLLIN)
-        self._poller.register(client.shell_channel.socket, zmq.POLLIN)
-        self._poller.register(client.stdin_channel.socket, zmq.POLLIN)
-        if self._pidfd is not None:
-            self._poller.register(self._pidfd, zmq.POLLIN)
-        self._poller.register(self._wake_read, zmq.POLLIN)
+
+    def _connect(self) -> None:
+        assert self._connection_file is not None
+        fds = [self._wake_read] if self._pidfd is None else [self._pidfd, self._wake_read]
+        self._channels = KernelChannels(self._connection_file, fds)
 
     def _handshake(self) -> None:
         """kernel_info until both a reply and IOPub traffic arrive (IOPub is subscribed)."""
-        client = self._client
+        channels = self._open_channels()
         deadline = time.monotonic() + self._start_timeout
-        msg_id = client.kernel_info()
+        msg_id = channels.client.kernel_info()
         replied = subscribed = False
         resend_at = time.monotonic() + 0.5
         while not (replied and subscribed):
@@ -478,22 +334,21 @@ class KernelSession(BackgroundStart):
             ready = self._poll(min(deadline, resend_at) - now)
             if self._pidfd in ready or not self.alive:
                 raise self._start_failure(describe_exit(self._wait_exit()))
-            for message in self._drain(client.iopub_channel, ready):
+            for message in channels.drain(channels.iopub, ready):
                 welcome = message["header"]["msg_type"] == "iopub_welcome"
                 if welcome or message["parent_header"].get("msg_id") == msg_id:
                     subscribed = True
-            for message in self._drain(client.shell_channel, ready):
+            for message in channels.drain(channels.shell, ready):
                 if message["parent_header"].get("msg_id") == msg_id:
                     replied = True
             if time.monotonic() >= resend_at and not subscribed:
-                msg_id = client.kernel_info()  # the first one's IOPub status went unheard
+                msg_id = channels.client.kernel_info()  # the first one's IOPub went unheard
                 replied = False
                 resend_at = time.monotonic() + 0.5
 
     def _start_failure(self, why: str) -> ComputerError:
         if self._process is not None and self._process.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._process.pid, signal.SIGKILL)
+            kill_group(self._process.pid)
         log = self.log_tail()
         detail = f"\n{log}" if log else ""
         return ComputerError(f"the {self.spec.name} kernel failed to start: {why}{detail}")
@@ -539,86 +394,75 @@ class KernelSession(BackgroundStart):
                 self._release()
 
     def _execute(self, code: str, timeout: float | None) -> Iterator[KernelEvent]:
-        client = self._client
-        msg_id = client.execute(
+        channels = self._open_channels()
+        msg_id = channels.client.execute(
             code, silent=False, store_history=True, allow_stdin=False, stop_on_error=False
         )
         self._interrupted_at = None
-        deadline = None if timeout is None else time.monotonic() + timeout
-        timed_out = replied = idle = False
-        quiet_since = 0.0  # once replied: when the last IOPub message for this run arrived
+        run = RunWatch(timeout)
         try:
-            while not (replied and idle):
-                wake_at = deadline
-                if self._interrupted_at is not None:
-                    grace_end = self._interrupted_at + INTERRUPT_GRACE
-                    wake_at = grace_end if wake_at is None else min(wake_at, grace_end)
-                if replied:
-                    idle_by = quiet_since + IDLE_AFTER_REPLY
-                    wake_at = idle_by if wake_at is None else min(wake_at, idle_by)
+            while not run.done:
+                wake_at = run.wake_at(self._interrupted_at)
                 ready = self._poll(None if wake_at is None else wake_at - time.monotonic())
                 if self._wake_read in ready:
                     with contextlib.suppress(BlockingIOError):
                         os.read(self._wake_read, 4096)
-                for message in self._drain(client.iopub_channel, ready):
-                    if message["parent_header"].get("msg_id") != msg_id:
-                        continue
-                    quiet_since = time.monotonic()
-                    msg_type = message["header"]["msg_type"]
-                    if msg_type == "status":
-                        idle = idle or message["content"].get("execution_state") == "idle"
-                    elif msg_type != "execute_input":
-                        yield message
-                for message in self._drain(client.shell_channel, ready):
-                    if message["parent_header"].get("msg_id") == msg_id:
-                        replied = True
-                        quiet_since = time.monotonic()
-                for message in self._drain(client.stdin_channel, ready):
-                    # Kernels that ignore allow_stdin=False (IRkernel) ask anyway: there is no
-                    # keyboard, so the answer is an empty line, and the consumer is told.
-                    if message["header"]["msg_type"] == "input_request":
-                        client.input("")
-                        yield message
-                if replied and (idle or time.monotonic() >= quiet_since + IDLE_AFTER_REPLY):
-                    idle = True  # its idle status was lost on the way: the run is over
+                yield from self._take(channels, msg_id, ready, run)
+                if run.finished():
                     break
                 if self._pidfd in ready or not self.alive:
                     yield KernelDied(self._wait_exit())
                     return
-                now = time.monotonic()
-                if self._interrupted_at is not None and now >= self._interrupted_at + (
-                    INTERRUPT_GRACE
-                ):
-                    yield InterruptIgnored(INTERRUPT_GRACE)
-                    return
-                if deadline is not None and now >= deadline and not timed_out:
-                    timed_out = True
-                    deadline = None
-                    yield TimedOut(timeout or 0.0)
+                fault = run.expired(self._interrupted_at)
+                if fault is not None:
+                    yield fault
+                    if isinstance(fault, InterruptIgnored):
+                        return
                     self.interrupt()
         finally:
-            if not (replied and idle):
+            if not run.done:
                 self.interrupt()  # the consumer gave up on this run: stop the code too
+
+    @staticmethod
+    def _take(
+        channels: KernelChannels, msg_id: str, ready: Mapping[Any, int], run: RunWatch
+    ) -> Iterator[KernelEvent]:
+        """This run's messages among those ready: output is yielded, reply and idle noted."""
+        for message in channels.drain(channels.iopub, ready):
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            run.heard()
+            msg_type = message["header"]["msg_type"]
+            if msg_type == "status":
+                run.idle = run.idle or message["content"].get("execution_state") == "idle"
+            elif msg_type != "execute_input":
+                yield message
+        for message in channels.drain(channels.shell, ready):
+            if message["parent_header"].get("msg_id") == msg_id:
+                run.replied = True
+                run.heard()
+        for message in channels.drain(channels.stdin, ready):
+            # Kernels that ignore allow_stdin=False (IRkernel) ask anyway: there is no
+            # keyboard, so the answer is an empty line, and the consumer is told.
+            if message["header"]["msg_type"] == "input_request":
+                channels.client.input("")
+                yield message
+
+    def _open_channels(self) -> KernelChannels:
+        if self._channels is None:
+            raise ComputerError(f"lost the connection to the {self.spec.name} kernel")
+        return self._channels
 
     def _poll(self, timeout: float | None) -> dict[Any, int]:
         """Wait up to ``timeout`` seconds (None: forever) for any socket or the pidfd."""
         if self._pidfd is None:  # no pidfd: wake now and then to check the process
             timeout = _LIVENESS_INTERVAL if timeout is None else min(timeout, _LIVENESS_INTERVAL)
         milliseconds = None if timeout is None else max(0, int(timeout * 1000) + 1)
+        channels = self._open_channels()
         try:
-            return dict(self._poller.poll(milliseconds))
+            return channels.poll(milliseconds)
         except Exception as exc:  # zmq.ZMQError: the context was torn down under us
             raise ComputerError(f"lost the connection to the {self.spec.name} kernel") from exc
-
-    @staticmethod
-    def _drain(channel: Any, ready: Mapping[Any, int]) -> Iterator[dict[str, Any]]:
-        if channel.socket not in ready:
-            return
-        while True:
-            try:
-                yield channel.get_msg(timeout=0)
-            except Empty:
-                return
 
     def _wait_exit(self) -> int | None:
         process = self._process
@@ -628,41 +472,3 @@ class KernelSession(BackgroundStart):
             return self._exit_status(process.wait(1.0))
         except subprocess.TimeoutExpired:
             return None
-
-
-def _child_groups(pid: int) -> set[int] | None:
-    """The process groups led by ``pid``'s children other than its own (a wrapper kernel's
-    bash or node session, with its background jobs); None without /proc. What the code
-    moved to a session of its own (setsid) is not reached, as by the kernel's do_shutdown:
-    only the sandbox contains that."""
-    proc = Path("/proc")
-    if not (proc / str(pid)).is_dir():
-        return None
-    try:
-        own = os.getpgid(pid)
-    except ProcessLookupError:
-        return set()
-    groups: set[int] = set()
-    for children in proc.glob(f"{pid}/task/*/children"):
-        with contextlib.suppress(OSError, ValueError):
-            for child in children.read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    group = os.getpgid(int(child))
-                    if group != own:
-                        groups.add(group)
-    return groups
-
-
-def _dying_with_lmc(argv: list[str]) -> list[str]:
-    """An unsandboxed kernel's ``argv`` tied to lmc with ``PR_SET_PDEATHSIG`` (Linux).
-
-    Killed outright (SIGKILL, the out-of-memory killer), lmc cannot end its kernels, and
-    IRkernel, unlike ipykernel, never notices that its parent is gone. util-linux's setpriv
-    sets the signal and execs the kernel in place; the signal is tied to the thread that
-    starts the process, lmc's long-lived launcher thread. (In the sandbox, bubblewrap's
-    die-with-parent does this.)
-    """
-    if not sys.platform.startswith("linux"):
-        return argv
-    setpriv = shutil.which("setpriv")
-    return argv if setpriv is None else [setpriv, "--pdeathsig", "KILL", "--", *argv]

@@ -46,6 +46,11 @@ class BackgroundStart:
             self._thread = threading.Thread(target=self._boot, name=self._thread_name, daemon=True)
             self._thread.start()
 
+    def launch(self) -> None:
+        """Start without what can wait until code comes (a local kernel's sockets); here
+        the same as :meth:`start`."""
+        self.start()
+
     def wait_ready(self) -> None:
         """Block until the kernel answers; raise :class:`ComputerError` if it cannot start."""
         self.start()

@@ -1,9 +1,10 @@
 """Structured Harmony contents (system, developer, tools) and whole conversations.
 
 The JSON shape is openai-harmony's ``Conversation.to_json()``, so its fixtures and outside
-tools are read as they are. Reading is strict: anything malformed raises
-:class:`~lmc.errors.HarmonyError` with one line that says where (``messages[2].content[0]``)
-and what is wrong; nothing else escapes. Unknown keys are ignored, as openai-harmony does.
+tools are read as they are. Reading is strict (:mod:`lmc.harmony.strict_json`): anything
+malformed raises :class:`~lmc.errors.HarmonyError` with one line that says where
+(``messages[2].content[0]``) and what is wrong; nothing else escapes. Unknown keys are
+ignored, as openai-harmony does.
 """
 
 from __future__ import annotations
@@ -11,9 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from lmc.errors import HarmonyError
+from lmc.harmony.strict_json import (
+    REQUIRED,
+    as_object,
+    optional_text,
+    required,
+    shown,
+    str_list,
+    text_of,
+    typed,
+)
 from lmc.harmony.types import ASSISTANT, DEVELOPER, ROLES, SYSTEM, TOOL, Message, TextContent
 
 __all__ = [
@@ -37,9 +48,6 @@ DEFAULT_IDENTITY: Final = "You are ChatGPT, a large language model trained by Op
 DEFAULT_KNOWLEDGE_CUTOFF: Final = "2024-06"
 DEFAULT_CHANNELS: Final = ("analysis", "commentary", "final")
 
-_T = TypeVar("_T")
-_MISSING: Final[Any] = object()
-
 
 class ReasoningEffort(StrEnum):
     """How long the model thinks; written as ``Reasoning: low|medium|high``."""
@@ -56,7 +64,7 @@ class ReasoningEffort(StrEnum):
                 return cls(value.lower())
             except ValueError:
                 pass
-        raise HarmonyError(f"{where}: expected one of low, medium, high, got {_show(value)}")
+        raise HarmonyError(f"{where}: expected one of low, medium, high, got {shown(value)}")
 
 
 @dataclass(slots=True)
@@ -74,14 +82,12 @@ class ChannelConfig:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "channel_config") -> ChannelConfig:
-        obj = _object(data, where)
+        obj = as_object(data, where)
         return cls(
-            valid_channels=_str_list(
-                _field(obj, "valid_channels", where), f"{where}.valid_channels"
+            valid_channels=str_list(
+                required(obj, "valid_channels", where), f"{where}.valid_channels"
             ),
-            channel_required=_typed(
-                obj, "channel_required", where, bool, "a boolean", default=True
-            ),
+            channel_required=typed(obj, "channel_required", where, bool, "a boolean", default=True),
         )
 
 
@@ -101,11 +107,11 @@ class ToolDescription:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "tool") -> ToolDescription:
-        obj = _object(data, where)
-        parameters = _typed(obj, "parameters", where, dict, "a JSON Schema object", default=None)
+        obj = as_object(data, where)
+        parameters = typed(obj, "parameters", where, dict, "a JSON Schema object", default=None)
         return cls(
-            name=_text(obj, "name", where),
-            description=_typed(obj, "description", where, str, "a string", default=""),
+            name=text_of(obj, "name", where),
+            description=typed(obj, "description", where, str, "a string", default=""),
             parameters=parameters,
         )
 
@@ -129,15 +135,15 @@ class ToolNamespaceConfig:
     def from_json(
         cls, data: Any, where: str = "namespace", default_name: str | None = None
     ) -> ToolNamespaceConfig:
-        obj = _object(data, where)
+        obj = as_object(data, where)
         if default_name is not None and "name" not in obj:
             name = default_name
         else:
-            name = _text(obj, "name", where)
-        tools = _typed(obj, "tools", where, list, "a list", default=None) or []
+            name = text_of(obj, "name", where)
+        tools = typed(obj, "tools", where, list, "a list", default=None) or []
         return cls(
             name=name,
-            description=_optional_text(obj, "description", where, None),
+            description=optional_text(obj, "description", where, None),
             tools=[
                 ToolDescription.from_json(t, f"{where}.tools[{i}]") for i, t in enumerate(tools)
             ],
@@ -161,12 +167,12 @@ class ResponseFormat:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "response_format") -> ResponseFormat:
-        obj = _object(data, where)
-        schema = _typed(obj, "schema", where, dict, "a JSON Schema object", default=_MISSING)
+        obj = as_object(data, where)
+        schema = typed(obj, "schema", where, dict, "a JSON Schema object", default=REQUIRED)
         return cls(
-            name=_text(obj, "name", where),
+            name=text_of(obj, "name", where),
             schema=schema,
-            description=_optional_text(obj, "description", where, None),
+            description=optional_text(obj, "description", where, None),
         )
 
 
@@ -177,7 +183,7 @@ def _namespaces_to_json(tools: dict[str, ToolNamespaceConfig]) -> dict[str, Any]
 def _namespaces_from_json(
     obj: Mapping[str, Any], where: str
 ) -> dict[str, ToolNamespaceConfig] | None:
-    raw = _typed(obj, "tools", where, dict, "an object of namespaces", default=None)
+    raw = typed(obj, "tools", where, dict, "an object of namespaces", default=None)
     if raw is None:
         return None
     return {
@@ -217,18 +223,18 @@ class SystemContent:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "system_content") -> SystemContent:
-        obj = _object(data, where)
+        obj = as_object(data, where)
         effort = obj.get("reasoning_effort", ReasoningEffort.MEDIUM)
-        config = obj.get("channel_config", _MISSING)
+        config = obj.get("channel_config", REQUIRED)
         return cls(
-            model_identity=_optional_text(obj, "model_identity", where, DEFAULT_IDENTITY),
+            model_identity=optional_text(obj, "model_identity", where, DEFAULT_IDENTITY),
             reasoning_effort=(
                 None
                 if effort is None
                 else ReasoningEffort.parse(effort, f"{where}.reasoning_effort")
             ),
-            conversation_start_date=_optional_text(obj, "conversation_start_date", where, None),
-            knowledge_cutoff=_optional_text(
+            conversation_start_date=optional_text(obj, "conversation_start_date", where, None),
+            knowledge_cutoff=optional_text(
                 obj, "knowledge_cutoff", where, DEFAULT_KNOWLEDGE_CUTOFF
             ),
             channel_config=_channel_config(config, f"{where}.channel_config"),
@@ -238,7 +244,7 @@ class SystemContent:
 
 def _channel_config(data: Any, where: str) -> ChannelConfig | None:
     """Absent: the default channels; null: no channels line at all."""
-    if data is _MISSING:
+    if data is REQUIRED:
         return ChannelConfig()
     return None if data is None else ChannelConfig.from_json(data, where)
 
@@ -264,10 +270,10 @@ class DeveloperContent:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "developer_content") -> DeveloperContent:
-        obj = _object(data, where)
-        formats = _typed(obj, "response_formats", where, list, "a list", default=None)
+        obj = as_object(data, where)
+        formats = typed(obj, "response_formats", where, list, "a list", default=None)
         return cls(
-            instructions=_optional_text(obj, "instructions", where, None),
+            instructions=optional_text(obj, "instructions", where, None),
             tools=_namespaces_from_json(obj, where),
             response_formats=(
                 None
@@ -287,18 +293,18 @@ class DeveloperContent:
 
 def message_from_json(data: Any, where: str = "message") -> Message:
     """One message in openai-harmony's JSON shape; a plain string ``content`` means one text."""
-    obj = _object(data, where)
-    role = _text(obj, "role", where)
+    obj = as_object(data, where)
+    role = text_of(obj, "role", where)
     if role not in ROLES:
         raise HarmonyError(f"{where}.role: unknown role {role!r} (expected {', '.join(ROLES)})")
-    name = _optional_text(obj, "name", where, None)
+    name = optional_text(obj, "name", where, None)
     if role == TOOL and not name:
         raise HarmonyError(f"{where}: a tool message needs the tool's name in 'name'")
-    raw = _field(obj, "content", where)
+    raw = required(obj, "content", where)
     if isinstance(raw, str):
         raw = [{"type": "text", "text": raw}]
     if not isinstance(raw, list):
-        raise HarmonyError(f"{where}.content: expected a list, got {_show(raw)}")
+        raise HarmonyError(f"{where}.content: expected a list, got {shown(raw)}")
     content = [
         _content_from_json(item, role, f"{where}.content[{i}]") for i, item in enumerate(raw)
     ]
@@ -306,17 +312,17 @@ def message_from_json(data: Any, where: str = "message") -> Message:
         role=role,
         content=content,
         name=name,
-        channel=_optional_text(obj, "channel", where, None),
-        recipient=_optional_text(obj, "recipient", where, None),
-        content_type=_optional_text(obj, "content_type", where, None),
+        channel=optional_text(obj, "channel", where, None),
+        recipient=optional_text(obj, "recipient", where, None),
+        content_type=optional_text(obj, "content_type", where, None),
     )
 
 
 def _content_from_json(data: Any, role: str, where: str) -> Any:
-    obj = _object(data, where)
-    kind = _text(obj, "type", where)
+    obj = as_object(data, where)
+    kind = text_of(obj, "type", where)
     if kind == "text":
-        return TextContent(_typed(obj, "text", where, str, "a string", default=_MISSING))
+        return TextContent(typed(obj, "text", where, str, "a string", default=REQUIRED))
     if kind == "system_content":
         if role != SYSTEM:
             raise HarmonyError(f"{where}: system_content may only appear in a system message")
@@ -345,9 +351,9 @@ class Conversation:
         """Read ``{"messages": [...]}``; raises :class:`HarmonyError` on anything malformed."""
         if not isinstance(data, dict):
             raise HarmonyError(
-                f"a conversation must be a JSON object with a 'messages' list, got {_show(data)}"
+                f"a conversation must be a JSON object with a 'messages' list, got {shown(data)}"
             )
-        messages = _typed(data, "messages", "conversation", list, "a list", default=_MISSING)
+        messages = typed(data, "messages", "conversation", list, "a list", default=REQUIRED)
         return cls([message_from_json(m, f"messages[{i}]") for i, m in enumerate(messages)])
 
     @property
@@ -453,78 +459,3 @@ def browser_tool_namespace() -> ToolNamespaceConfig:
             ),
         ],
     )
-
-
-# --- strict JSON reading: every failure is one HarmonyError line saying where ----------------
-
-
-def _show(value: object) -> str:
-    """A short description of a JSON value for an error message."""
-    kinds: dict[type, str] = {bool: "a boolean", int: "a number", float: "a number"}
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        text = value if len(value) <= 40 else value[:37] + "..."
-        return f"the string {text!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return kinds.get(type(value), type(value).__name__)
-
-
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise HarmonyError(f"{where}: expected an object, got {_show(value)}")
-    return value
-
-
-def _field(obj: Mapping[str, Any], key: str, where: str) -> Any:
-    if key not in obj:
-        raise HarmonyError(f"{where}: missing {key!r}")
-    return obj[key]
-
-
-def _typed(
-    obj: Mapping[str, Any],
-    key: str,
-    where: str,
-    kind: type[_T],
-    kind_name: str,
-    *,
-    default: Any,
-) -> Any:
-    """``obj[key]`` checked to be ``kind``; ``default`` when absent (or null, if it is None).
-
-    A ``default`` of ``_MISSING`` makes the key required and never null.
-    """
-    if key not in obj or (obj[key] is None and default is not _MISSING):
-        if default is _MISSING:
-            raise HarmonyError(f"{where}: missing {key!r}")
-        return default
-    value = obj[key]
-    # bool is an int in Python but not a number (or a string) in JSON.
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise HarmonyError(f"{where}.{key}: expected {kind_name}, got {_show(value)}")
-    return value
-
-
-def _text(obj: Mapping[str, Any], key: str, where: str) -> str:
-    value: str = _typed(obj, key, where, str, "a string", default=_MISSING)
-    return value
-
-
-def _optional_text(obj: Mapping[str, Any], key: str, where: str, default: str | None) -> str | None:
-    """A string or null; ``default`` only when the key is absent (null means None)."""
-    if key not in obj:
-        return default
-    value = obj[key]
-    if value is not None and not isinstance(value, str):
-        raise HarmonyError(f"{where}.{key}: expected a string or null, got {_show(value)}")
-    return value
-
-
-def _str_list(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise HarmonyError(f"{where}: expected a list of strings, got {_show(value)}")
-    return list(value)

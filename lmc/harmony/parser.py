@@ -44,7 +44,8 @@ outside a message, an oversized header) is reported as a ``ParseProblem`` and pa
 on. Only misuse of the API raises, and only :class:`lmc.errors.HarmonyError`.
 
 Per piece the work is proportional to the piece: content is never re-scanned, and the header
-(which is short) is parsed once, when ``<|message|>`` arrives.
+(which is short) is parsed once, when ``<|message|>`` arrives (:mod:`lmc.harmony.header_words`
+says what its words mean).
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ from lmc.harmony.events import (
     ParseProblem,
     Terminator,
 )
-from lmc.harmony.types import ASSISTANT, DEVELOPER, SYSTEM, TOOL, USER, Message, TextContent
+from lmc.harmony.header_words import RECIPIENT_PREFIX, author_header, read_header
+from lmc.harmony.types import ASSISTANT, Message, TextContent
 
 __all__ = ["StreamParser", "parse_completion", "split_markers"]
 
@@ -81,12 +83,10 @@ _TERMINATORS: Final = {
     tokens.CALL: Terminator.CALL,
     tokens.RETURN: Terminator.RETURN,
 }
-_AUTHOR_ROLES: Final = frozenset({SYSTEM, DEVELOPER, USER, ASSISTANT})
 #: A header longer than this is garbage: text beyond the limit (per run between markers)
 #: and markers beyond the count are dropped, so a runaway header costs bounded memory.
 MAX_HEADER_CHARS: Final = 1024
 MAX_HEADER_MARKERS: Final = 32
-_RECIPIENT_PREFIX: Final = "to="
 #: A channel name with its message's text glued on (no space, no ``<|message|>``).
 _GLUED_RE: Final = re.compile(r"(analysis|commentary|final)(?=[^\s<])(.+)\Z", re.DOTALL)
 
@@ -108,16 +108,6 @@ def split_markers(text: str) -> Iterator[tuple[str, bool]]:
         pos = match.end()
     if pos < len(text):
         yield text[pos:], False
-
-
-def _header_for(author: str) -> tuple[str, str | None]:
-    """(role, name) for an author word: ``role``, ``role:name``, or a tool's name."""
-    if author in _AUTHOR_ROLES:
-        return author, None
-    role, colon, name = author.partition(":")
-    if colon and name and role in _AUTHOR_ROLES:
-        return role, name
-    return TOOL, author
 
 
 class StreamParser:
@@ -363,10 +353,10 @@ class StreamParser:
                 return
         self._parts.append((text, False))
         self._header_chars += len(text)
-        if headerless_candidate and len(self._lead) < len(_RECIPIENT_PREFIX):
+        if headerless_candidate and len(self._lead) < len(RECIPIENT_PREFIX):
             self._lead += text.lstrip() if not self._lead else text
-            lead = self._lead[: len(_RECIPIENT_PREFIX)]
-            if lead and not _RECIPIENT_PREFIX.startswith(lead):
+            lead = self._lead[: len(RECIPIENT_PREFIX)]
+            if lead and not RECIPIENT_PREFIX.startswith(lead):
                 self._start_headerless()
 
     def _only_channel(self) -> bool:
@@ -404,70 +394,31 @@ class StreamParser:
             return False
         before = "".join(t for t, _ in self._parts[: markers[0]]).split()
         glued = _GLUED_RE.match("".join(t for t, _ in self._parts[markers[0] + 1 :]))
-        if glued is None or glued.group(2).startswith(_RECIPIENT_PREFIX):
+        if glued is None or glued.group(2).startswith(RECIPIENT_PREFIX):
             return False
         if len(before) > (0 if self._implicit else 1):
             return False
-        if before and before[0].startswith(_RECIPIENT_PREFIX):
+        if before and before[0].startswith(RECIPIENT_PREFIX):
             return False
-        role, name = _header_for(before[0] if before else self._implicit_role)
+        role, name = author_header(before[0] if before else self._implicit_role)
         self._start_message(Header(role, name, glued.group(1)))
         self._text(glued.group(2))
         self._end_message(terminator)
         return True
 
     def _start_headerless(self) -> None:
-        role, name = _header_for(self._implicit_role)
+        role, name = author_header(self._implicit_role)
         text = "".join(t for t, _ in self._parts)
         self._start_message(Header(role, name))
         self._text(text)
 
     def _parse_header(self) -> Header:
-        words: list[str | None] = []  # None stands for <|channel|>, "" for <|constrain|>
-        text_run: list[str] = []
-        for part, special in self._parts:
-            if special:
-                words.extend("".join(text_run).split())
-                text_run = []
-                words.append(None if part == tokens.CHANNEL else "")
-            else:
-                text_run.append(part)
-        words.extend("".join(text_run).split())
-
-        first = words[0] if words else None
-        if self._implicit:
-            role, name = _header_for(self._implicit_role)
-        elif first and not first.startswith(_RECIPIENT_PREFIX):
-            role, name = _header_for(first)
-            del words[0]
-        else:
+        header, authorless = read_header(
+            self._parts, self._implicit_role if self._implicit else None
+        )
+        if authorless:
             self._problem("message header without an author: read as the assistant's")
-            role, name = ASSISTANT, None
-
-        channel: str | None = None
-        recipient: str | None = None
-        content_type: list[str] = []
-        i = 0
-        while i < len(words):
-            word = words[i]
-            following = words[i + 1] if i + 1 < len(words) else None
-            if not word:  # <|channel|> or <|constrain|>: it takes the next plain word
-                taken = following if following and not following.startswith("to=") else None
-                if word is None:
-                    channel = taken or channel
-                else:
-                    content_type.append(tokens.CONSTRAIN + (taken or ""))
-                i += 2 if taken else 1
-                continue
-            if word.startswith(_RECIPIENT_PREFIX):
-                recipient = word[len(_RECIPIENT_PREFIX) :] or None
-                if recipient is None and following:  # "to= name"
-                    recipient = following
-                    i += 1
-            else:
-                content_type.append(word)
-            i += 1
-        return Header(role, name, channel, recipient, " ".join(content_type) or None)
+        return header
 
     # -------------------------------------------------------------------------- content
 

@@ -35,13 +35,14 @@ from lmc.harmony.events import (
 from lmc.harmony.json_string import JsonFieldStreamer
 from lmc.harmony.parser import StreamParser
 from lmc.harmony.types import ASSISTANT
-from lmc.messages.schema import CODE_FORMATS, Chunk
+from lmc.messages import Chunk, CodeFormat, TextChunk, flag_of, is_code_format, with_text
 
 __all__ = [
     "BROWSER_CALLS",
     "TOOL_SEPARATOR",
     "LmcMapper",
     "call_code",
+    "chunk_base",
     "chunk_kind",
     "completion_to_chunks",
     "tool_call_format",
@@ -57,7 +58,7 @@ BROWSER_CALLS = frozenset({"browser.search", "browser.open", "browser.find"})
 TOOL_SEPARATOR = "__"
 
 
-def tool_language(recipient: str | None) -> str | None:
+def tool_language(recipient: str | None) -> CodeFormat | None:
     """The language a recipient runs, or None: ``python``, ``functions.shell`` -> ``shell``.
 
     A content type glued to the recipient (``python code``) is ignored.
@@ -69,7 +70,7 @@ def tool_language(recipient: str | None) -> str | None:
         return None
     name = words[0].lower()
     name = name.removeprefix(_FUNCTIONS)
-    return name if name in CODE_FORMATS else None
+    return name if is_code_format(name) else None
 
 
 def tool_call_format(recipient: str | None) -> str | None:
@@ -90,19 +91,30 @@ def tool_call_format(recipient: str | None) -> str | None:
     return f"{server}.{tool}"
 
 
-def chunk_kind(header: Header) -> tuple[str, str | None] | None:
-    """(LMC type, format) for a message with this header, or None when it shows nothing."""
+def chunk_base(header: Header) -> TextChunk | None:
+    """The role, type and format of the chunks a message with this header shows, or None
+    when it shows nothing."""
     if header.role != ASSISTANT:
         return None
     if header.recipient is not None and header.recipient != "all":
         language = tool_language(header.recipient)
         if language is not None:
-            return ("code", language)
+            return {"role": "assistant", "type": "code", "format": language}
         call = tool_call_format(header.recipient)
-        return ("tool_call", call) if call is not None else None
+        return {"role": "assistant", "type": "tool_call", "format": call} if call else None
     if header.channel == "analysis":
-        return ("reasoning", None)
-    return ("message", None)
+        return {"role": "assistant", "type": "reasoning"}
+    return {"role": "assistant", "type": "message"}
+
+
+def chunk_kind(header: Header) -> tuple[str, str | None] | None:
+    """(LMC type, format) for a message with this header, or None when it shows nothing."""
+    base = chunk_base(header)
+    if base is None:
+        return None
+    if base["type"] == "code" or base["type"] == "tool_call":
+        return (base["type"], base["format"])
+    return (base["type"], None)
 
 
 class _Arguments(Enum):
@@ -115,7 +127,7 @@ class LmcMapper:
     """Feed parser events, get LMC chunk dicts back (fresh dicts, the caller may keep them)."""
 
     def __init__(self) -> None:
-        self._base: Chunk | None = None  # role/type/format of the message being shown
+        self._base: TextChunk | None = None  # role/type/format of the message being shown
         self._mode = _Arguments.RAW
         self._fields: JsonFieldStreamer | None = None
         self._raw: list[str] = []  # JSON arguments as written, for when no code field is found
@@ -127,9 +139,7 @@ class LmcMapper:
             if self._base is None:
                 return []
             if self._mode is _Arguments.RAW:
-                chunk = self._base.copy()
-                chunk["content"] = event.text
-                return [chunk]
+                return [with_text(self._base, event.text)]
             return self._arguments(event.text)
         if isinstance(event, MessageStarted):
             return self._start(event.header)
@@ -138,20 +148,14 @@ class LmcMapper:
         return []
 
     def _start(self, header: Header) -> list[Chunk]:
-        self._base = None
-        kind = chunk_kind(header)
-        if kind is None:
+        self._base = base = chunk_base(header)
+        if base is None:
             return []
-        kind_type, kind_format = kind
-        base: Chunk = {"role": ASSISTANT, "type": kind_type}
-        if kind_format is not None:
-            base["format"] = kind_format
-        self._base = base
         self._mode = _Arguments.RAW
         self._fields = None
         self._raw = []
         self._undecided = []
-        if kind_type == "code":
+        if base["type"] == "code":
             # Every call form is read the same way (python or functions.python, shell or
             # functions.shell, any content type): a JSON object's code field, else the text.
             # What is shown here is what is stored and what runs (the loop runs this text).
@@ -161,7 +165,7 @@ class LmcMapper:
                 self._fields = JsonFieldStreamer()
             else:
                 self._mode = _Arguments.UNDECIDED
-        return [{**base, "start": True}]
+        return [flag_of(base, "start")]
 
     def _arguments(self, text: str) -> list[Chunk]:
         assert self._base is not None
@@ -177,7 +181,7 @@ class LmcMapper:
                 self._fields = JsonFieldStreamer()
             else:
                 self._mode = _Arguments.RAW
-                return [{**self._base, "content": held}]
+                return [with_text(self._base, held)]
             text = held
         assert self._fields is not None
         code = self._fields.feed(text)
@@ -185,8 +189,8 @@ class LmcMapper:
             self._raw.append(text)
             if self._fields.failed:  # not JSON after all: the content is the code
                 self._mode = _Arguments.RAW
-                return [{**self._base, "content": "".join(self._raw)}]
-        return [{**self._base, "content": code}] if code else []
+                return [with_text(self._base, "".join(self._raw))]
+        return [with_text(self._base, code)] if code else []
 
     def _end(self) -> list[Chunk]:
         base = self._base
@@ -195,15 +199,15 @@ class LmcMapper:
         self._base = None
         chunks: list[Chunk] = []
         if self._mode is _Arguments.UNDECIDED and self._undecided:
-            chunks.append({**base, "content": "".join(self._undecided)})
+            chunks.append(with_text(base, "".join(self._undecided)))
         elif self._mode is _Arguments.JSON and self._fields is not None:
             if self._fields.found:
                 rest = self._fields.finish()
                 if rest:
-                    chunks.append({**base, "content": rest})
+                    chunks.append(with_text(base, rest))
             elif self._raw:  # no code field: show the arguments as they were written
-                chunks.append({**base, "content": "".join(self._raw)})
-        chunks.append({**base, "end": True})
+                chunks.append(with_text(base, "".join(self._raw)))
+        chunks.append(flag_of(base, "end"))
         return chunks
 
 

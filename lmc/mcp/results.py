@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from lmc.harmony.schema_ts import schema_to_typescript
-from lmc.messages import Chunk
+from lmc.messages import Chunk, ConsoleChunk, ImageFormat, console_output, text_of
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, GetPromptResult, ReadResourceResult
 
 __all__ = ["argument_problems", "output", "progress_chunk", "resource_chunks", "result_chunks"]
 
-_IMAGE_FORMATS: Final = {
+_IMAGE_FORMATS: Final[dict[str, ImageFormat]] = {
     "image/png": "base64.png",
     "image/jpeg": "base64.jpeg",
     "image/jpg": "base64.jpeg",
@@ -75,13 +75,12 @@ def argument_problems(validator: Any, arguments: object) -> list[str]:
     return lines
 
 
-def output(text: str) -> Chunk:
-    if text and not text.endswith("\n"):
-        text += "\n"
-    return {"role": "computer", "type": "console", "format": "output", "content": text}
+def output(text: str) -> ConsoleChunk:
+    """Output text as a line of its own."""
+    return console_output(text if not text or text.endswith("\n") else text + "\n")
 
 
-def progress_chunk(done: float, total: float | None, message: str | None) -> Chunk:
+def progress_chunk(done: float, total: float | None, message: str | None) -> ConsoleChunk:
     """A live status line for a long call (``format: "progress"``; not output the model reads)."""
     amount = f"{done:g}/{total:g}" if total else f"{done:g}"
     text = f"{message} ({amount})" if message else amount
@@ -163,5 +162,5 @@ def prompt_text(result: GetPromptResult) -> str:
     for message in result.messages:
         for chunk in _block_chunks(message.content):
             if chunk["type"] == "console":
-                parts.append(str(chunk["content"]))
+                parts.append(text_of(chunk))
     return "".join(parts).strip()

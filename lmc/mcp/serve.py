@@ -118,19 +118,18 @@ def _collect(chunks: Iterable[Chunk]) -> tuple[list[Any], list[str]]:
     content: list[Any] = []
     output: list[str] = []
     for chunk in chunks:
-        if "content" not in chunk or chunk.get("format") == "active_line":
+        if "content" not in chunk:
             continue
-        kind, fmt = chunk["type"], chunk.get("format")
-        if kind == "console" and fmt == "output":
-            output.append(chunk["content"])
-        elif kind == "image" and fmt in _MIME:
-            content.append(ImageContent(data=chunk["content"], mime_type=_MIME[str(fmt)]))
-        elif kind == "image":
+        if chunk["type"] == "console" and chunk.get("format") == "output":
+            output.append(chunk["content"] or "")
+        elif chunk["type"] == "image" and chunk["format"] in _MIME:
+            content.append(ImageContent(data=chunk["content"], mime_type=_MIME[chunk["format"]]))
+        elif chunk["type"] == "image":
             output.append(f"[image saved to {chunk['content']}]\n")
-        elif kind == "code" and fmt == "html":
+        elif chunk["type"] == "code" and chunk["format"] == "html":
             output.append("[HTML output]\n")
-        elif kind == "message":
-            output.append(str(chunk["content"]) + "\n")
+        elif chunk["type"] == "message":
+            output.append(chunk["content"] + "\n")
     return content, output
 
 

@@ -12,7 +12,8 @@ import json
 from collections.abc import Iterable
 
 from lmc.errors import MessageError
-from lmc.messages.schema import Chunk, Message, validate_chunk, validate_message
+from lmc.messages.schema import validate_chunk, validate_message, without_flags
+from lmc.messages.types import Chunk, Message
 
 __all__ = ["MessageAssembler", "assemble", "messages_from_json", "messages_to_json"]
 
@@ -35,20 +36,10 @@ class MessageAssembler:
                 return None
         if chunk["type"] == "confirmation" or chunk.get("format") == "active_line":
             return None
-        key = (chunk["role"], chunk["type"], chunk.get("format"))
-        last = self.messages[-1] if self.messages else None
-        if (
-            self._open
-            and last is not None
-            and (last["role"], last["type"], last.get("format")) == key
-            and chunk["type"] not in _UNMERGED_TYPES
-        ):
-            last["content"] += chunk["content"]
+        last = self.messages[-1] if self.messages and self._open else None
+        if last is not None and _merged(last, chunk):
             return last
-        message: Message = {"role": chunk["role"], "type": chunk["type"]}
-        if chunk.get("format") is not None:
-            message["format"] = chunk["format"]
-        message["content"] = chunk["content"]
+        message = without_flags(chunk)
         self.messages.append(message)
         self._open = chunk["type"] not in _UNMERGED_TYPES
         return message
@@ -56,6 +47,22 @@ class MessageAssembler:
     def close(self) -> None:
         """End the current message so the next chunk starts a new one."""
         self._open = False
+
+
+def _merged(last: Message, chunk: Chunk) -> bool:
+    """Append ``chunk``'s text to ``last`` if it continues it (same role, type and format)."""
+    if (last["role"], last["type"], last.get("format")) != (
+        chunk["role"],
+        chunk["type"],
+        chunk.get("format"),
+    ):
+        return False
+    if last["type"] in ("message", "reasoning", "code", "tool_call", "console"):
+        text, more = last.get("content"), chunk.get("content")
+        if isinstance(text, str) and isinstance(more, str):
+            last["content"] = text + more
+            return True
+    return False
 
 
 def assemble(chunks: Iterable[Chunk]) -> list[Message]:

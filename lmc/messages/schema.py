@@ -3,16 +3,32 @@
 Chunks and messages are plain dicts, exactly as Open Interpreter's streaming response shows
 them, so that they serialise to JSON as they are and any consumer can read them without lmc.
 A *chunk* is one streamed piece (it may carry only a ``start`` or ``end`` flag); a *message*
-is what chunks merge into (see :mod:`lmc.messages.assemble`).
+is what chunks merge into (see :mod:`lmc.messages.assemble`). Their static types are the
+TypedDicts of :mod:`lmc.messages.types`; the validators here are the one place where a value
+from outside becomes one of them.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeGuard, cast
 
 from lmc.errors import MessageError
+from lmc.messages.types import (
+    AUDIO_FORMATS,
+    CHANGE_KINDS,
+    CODE_FORMATS,
+    CONSOLE_FORMATS,
+    IMAGE_FORMATS,
+    ROLES,
+    Block,
+    Chunk,
+    CodeFormat,
+    ConfirmationChunk,
+    Message,
+    TextChunk,
+)
 
 __all__ = [
     "CODE_FORMATS",
@@ -23,30 +39,26 @@ __all__ = [
     "Chunk",
     "Message",
     "confirmation_chunk",
+    "flag_of",
+    "is_code_format",
+    "text_of",
     "validate_chunk",
     "validate_message",
+    "with_text",
+    "without_flags",
 ]
 
-Chunk = dict[str, Any]
-Message = dict[str, Any]
-
-ROLES: Final = ("user", "assistant", "computer")
-
-#: The languages lmc runs, declared once: the computer's table (lmc.computer.languages) has an
-#: entry for each, and the model's function tools (lmc.agent.tools) are these but python.
-CODE_FORMATS: Final = ("python", "shell", "javascript", "r", "applescript", "html")
-
-#: Which formats each type allows. ``None`` means the type carries no format.
+#: Which formats each type allows. ``None`` means the type carries no format. Each type has
+#: its TypedDict in :mod:`lmc.messages.types` (a test keeps the two in step).
 #: ``reasoning`` is lmc's own type for chain-of-thought (the analysis channel), kept apart from
 #: ``message`` so a consumer that shows every message never shows reasoning by accident.
 FORMATS_BY_TYPE: Final[Mapping[str, tuple[str | None, ...]]] = {
     "message": (None,),
     "reasoning": (None,),
-    # "progress": a live status line of a long MCP call (not output; the model never reads it).
-    "console": ("active_line", "output", "progress"),
-    "image": ("base64", "base64.png", "base64.jpeg", "path"),
+    "console": CONSOLE_FORMATS,
+    "image": IMAGE_FORMATS,
     "code": CODE_FORMATS,
-    "audio": ("wav",),
+    "audio": AUDIO_FORMATS,
     "confirmation": ("execution",),
     # lmc's extension: a call to an MCP tool; its format is "SERVER.TOOL" (see TOOL_CALL_FORMAT).
     "tool_call": (),
@@ -80,7 +92,8 @@ def _check_common(obj: object, what: str) -> Mapping[str, Any]:
     if kind == "tool_call" and isinstance(fmt, str) and TOOL_CALL_FORMAT.fullmatch(fmt):
         return obj
     # A console start/end flag carries no format (as in the seed); everything else must match.
-    if fmt not in allowed and not (fmt is None and (obj.get("start") or obj.get("end"))):
+    flag = obj.get("start") or obj.get("end")
+    if fmt not in allowed and not (fmt is None and flag and kind == "console"):
         shown = ", ".join(str(a) for a in allowed) or "SERVER.TOOL"
         raise MessageError(f"unknown format {fmt!r} for LMC type {kind!r} (expected {shown})")
     return obj
@@ -89,7 +102,7 @@ def _check_common(obj: object, what: str) -> Mapping[str, Any]:
 def _check_content(obj: Mapping[str, Any], what: str) -> None:
     content = obj.get("content")
     if obj["type"] == "confirmation":
-        if not isinstance(content, Mapping) or not isinstance(content.get("content"), str):
+        if not _is_block(content):
             raise MessageError(f"an LMC confirmation {what} needs the code block as its content")
         return
     if obj["type"] == "files":
@@ -103,11 +116,30 @@ def _check_content(obj: Mapping[str, Any], what: str) -> None:
         raise MessageError(f"an LMC {what}'s content must be a string")
 
 
+def _is_block(content: object) -> bool:
+    """``{"type": "code", "format": LANGUAGE, ...}`` or ``{"type": "tool_call", ...}``."""
+    if not isinstance(content, Mapping) or set(content) != {"type", "format", "content"}:
+        return False
+    kind, fmt = content["type"], content["format"]
+    return (
+        isinstance(content["content"], str)
+        and isinstance(fmt, str)
+        and ((kind == "code" and fmt in CODE_FORMATS) or kind == "tool_call")
+    )
+
+
+def _is_line_count(value: object) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def _check_file_changes(content: object, what: str) -> None:
     if not isinstance(content, list) or not all(
         isinstance(item, Mapping)
-        and isinstance(item.get("path"), str)
-        and item.get("change") in ("added", "deleted", "modified")
+        and set(item) == {"path", "change", "added", "removed"}
+        and isinstance(item["path"], str)
+        and item["change"] in CHANGE_KINDS
+        and _is_line_count(item["added"])
+        and _is_line_count(item["removed"])
         for item in content
     ):
         raise MessageError(
@@ -123,7 +155,8 @@ def validate_chunk(chunk: object) -> Chunk:
             raise MessageError(f"the {flag!r} flag of an LMC chunk can only be true")
     if "content" in obj or not (obj.get("start") or obj.get("end")):
         _check_content(obj, "chunk")
-    return dict(obj)
+    # The checks above are exactly what the TypedDicts of lmc.messages.types declare.
+    return cast(Chunk, dict(obj))
 
 
 def validate_message(message: object) -> Message:
@@ -132,18 +165,49 @@ def validate_message(message: object) -> Message:
     if "start" in obj or "end" in obj:
         raise MessageError("a stored LMC message carries no start/end flags")
     _check_content(obj, "message")
-    return dict(obj)
+    return cast(Message, dict(obj))
 
 
-def confirmation_chunk(language: str, code: str, kind: str = "code") -> Chunk:
+def is_code_format(name: object) -> TypeGuard[CodeFormat]:
+    """Whether ``name`` is one of the languages lmc runs."""
+    return name in CODE_FORMATS
+
+
+def confirmation_chunk(block: Block) -> ConfirmationChunk:
     """The chunk a consumer sees before code runs (the seed's 'execution' confirmation).
 
-    For an MCP tool call ``kind`` is ``tool_call``, ``language`` is ``SERVER.TOOL`` and
-    ``code`` the arguments as JSON.
+    For an MCP tool call the block's type is ``tool_call``, its format ``SERVER.TOOL`` and its
+    content the arguments as JSON.
     """
-    return {
-        "role": "computer",
-        "type": "confirmation",
-        "format": "execution",
-        "content": {"type": kind, "format": language, "content": code},
-    }
+    return {"role": "computer", "type": "confirmation", "format": "execution", "content": block}
+
+
+def flag_of(chunk: Chunk, flag: Literal["start", "end"]) -> Chunk:
+    """The ``start`` or ``end`` flag chunk of the message ``chunk`` belongs to."""
+    out: dict[str, Any] = {k: v for k, v in chunk.items() if k in ("role", "type", "format")}
+    out[flag] = True
+    return cast(Chunk, out)  # the same role, type and format: the same shape
+
+
+def without_flags(chunk: Chunk) -> Message:
+    """``chunk`` as a message: its role, type, format (unless None) and content, in that
+    order (as stored and sent, whatever order the chunk had), less ``start``/``end``."""
+    present: dict[str, object] = dict(chunk.items())
+    out = {k: present[k] for k in ("role", "type", "format", "content") if k in present}
+    if "format" in out and out["format"] is None:
+        del out["format"]
+    return cast(Message, out)  # the flags are optional in every shape
+
+
+def with_text(base: TextChunk, text: str) -> TextChunk:
+    """A copy of ``base`` (role, type, format) carrying ``text`` as its content."""
+    chunk = base.copy()
+    chunk["content"] = text
+    return chunk
+
+
+def text_of(chunk: Mapping[str, object]) -> str:
+    """The chunk's content when it is text, else "" (a flag, an active line's None, a
+    confirmation's block, a list of changed files)."""
+    content = chunk.get("content")
+    return content if isinstance(content, str) else ""

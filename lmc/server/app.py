@@ -89,6 +89,8 @@ class ServerLimits:
     auth_timeout: float = 20.0
     #: Open connections (HTTP and websocket); past it: HTTP 503.
     max_connections: int = 64
+    #: Open connections from one client address (a browser opens about 6 a site).
+    max_per_address: int = 16
     #: The largest frame before authentication (after it: ``max_frame_bytes``).
     pre_auth_max_bytes: int = 8192
     #: Kernels for all connections together; past it a block waits (``queued``) at most
@@ -104,6 +106,7 @@ class ServerLimits:
         return ProtocolLimits(
             header_timeout=self.header_timeout,
             max_connections=self.max_connections,
+            max_per_address=self.max_per_address,
             pre_auth_max_bytes=self.pre_auth_max_bytes,
         )
 

@@ -21,7 +21,7 @@ import math
 import queue
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal, TypeAlias, TypedDict
 
 import anyio
 import anyio.from_thread
@@ -29,7 +29,7 @@ import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from lmc.errors import LmcError
-from lmc.messages import Chunk, Message
+from lmc.messages import Block, Chunk, Message
 from lmc.server.inbound import (
     Action,
     Begin,
@@ -41,28 +41,41 @@ from lmc.server.inbound import (
 )
 from lmc.terminal.json_lines import chunk_json
 
-__all__ = ["COMPLETE", "QUEUED", "Connection", "error_chunk", "safe_json"]
+__all__ = ["COMPLETE", "QUEUED", "Connection", "Frame", "ServerFrame", "error_chunk", "safe_json"]
 
 log = logging.getLogger("lmc.server")
 
 #: How long a client that left waits for its stopped turn before its kernels are closed.
 _CLOSE_PATIENCE = 30.0
 
-COMPLETE: Chunk = {"role": "server", "type": "status", "content": "complete"}
-QUEUED: Chunk = {"role": "server", "type": "status", "content": "queued"}
+
+class ServerFrame(TypedDict):
+    """The server's own frames (a turn's status, an error, the conversation's id): the
+    protocol's, not LMC chunks, so they have a role of their own."""
+
+    role: Literal["server"]
+    type: Literal["status", "error", "conversation"]
+    content: str
 
 
-def error_chunk(text: str) -> Chunk:
+#: What the server sends: the turn's chunks and its own frames.
+Frame: TypeAlias = Chunk | ServerFrame
+
+COMPLETE: ServerFrame = {"role": "server", "type": "status", "content": "complete"}
+QUEUED: ServerFrame = {"role": "server", "type": "status", "content": "queued"}
+
+
+def error_chunk(text: str) -> ServerFrame:
     line = " ".join(str(text).split()) or "error"
     return {"role": "server", "type": "error", "content": line}
 
 
-def conversation_chunk(conversation_id: str) -> Chunk:
+def conversation_chunk(conversation_id: str) -> ServerFrame:
     """Which stored conversation this connection writes to (lmc's addition to the protocol)."""
     return {"role": "server", "type": "conversation", "content": conversation_id}
 
 
-def safe_json(chunk: Chunk) -> str:
+def safe_json(chunk: Frame) -> str:
     """The chunk as a text frame; escaped when it holds text UTF-8 cannot carry (a lone
     surrogate), which would otherwise fail in the middle of the socket's send."""
     frame = chunk_json(chunk)
@@ -75,9 +88,7 @@ def safe_json(chunk: Chunk) -> str:
 
 def _starts_work(chunk: Chunk) -> bool:
     """The model writing, or code starting to run."""
-    return chunk.get("role") == "assistant" or (
-        chunk.get("type") == "console" and bool(chunk.get("start"))
-    )
+    return chunk["role"] == "assistant" or (chunk["type"] == "console" and "start" in chunk)
 
 
 def describe(exc: BaseException) -> str:
@@ -164,7 +175,7 @@ class Connection:
                         log.debug("a client left while chunks were sent: %s", exc)
                         return
 
-    def emit(self, chunk: Chunk) -> None:
+    def emit(self, chunk: Frame) -> None:
         """Queue a chunk for the client (from the event loop or from a turn's thread)."""
         self._put(safe_json(chunk))
 
@@ -253,7 +264,7 @@ class Connection:
             )
             try:
                 for chunk in stream:
-                    if chunk.get("type") == "confirmation" and not self._auto_run:
+                    if chunk["type"] == "confirmation" and not self._auto_run:
                         self._awaiting.set()  # before the client can see it and answer
                     elif self._stopping.is_set() and _starts_work(chunk):
                         # The stop came before the turn began (which clears the Interpreter's
@@ -279,7 +290,7 @@ class Connection:
             self._told_id = conversation_id
             self.emit(conversation_chunk(conversation_id))
 
-    def _confirm(self, block: dict[str, Any]) -> bool:
+    def _confirm(self, block: Block) -> bool:
         """Runs in the turn's thread: waits for the client's answer (or the turn's stop)."""
         if self._auto_run:
             return True

@@ -104,10 +104,10 @@ class SlottedComputer:
     def __getattr__(self, name: str) -> Any:  # languages, sandbox, set_sandbox, ...
         return getattr(self.inner, name)
 
-    def prestart(self, languages: Iterable[str]) -> None:
+    def prestart(self, languages: Iterable[str], *, connect: bool = True) -> None:
         """Nothing: a kernel starts when code of its language first runs."""
 
-    def start(self, language: str) -> None:
+    def start(self, language: str, *, connect: bool = True) -> None:
         """Nothing, as :meth:`prestart`."""
 
     def run(self, language: str, code: str, timeout: float | None = None) -> Iterator[Chunk]:

@@ -5,10 +5,11 @@ uvicorn leaves three doors open that an ASGI app cannot close from inside:
 - a connection that never finishes its request headers is kept forever (slowloris): here
   the headers must be complete within ``header_timeout`` seconds of the connection (or of
   the first byte of the next request on a kept-alive one), else it is closed;
-- connections are accepted without bound: past ``max_connections`` a new connection is
-  answered ``503`` and closed as soon as its request head has arrived, or at the header
-  timeout (answering before the head is read makes the client's send race the close, and
-  some clients then see a reset instead of the 503);
+- connections are accepted without bound: past ``max_connections`` (or past
+  ``max_per_address`` from one client address, so that one host cannot take every place) a
+  new connection is answered ``503`` and closed as soon as its request head has arrived, or
+  at the header timeout (answering before the head is read makes the client's send race the
+  close, and some clients then see a reset instead of the 503);
 - the websocket frame limit is one for the whole connection: here frames are held to
   ``pre_auth_max_bytes`` until the app raises the limit after authentication (through the
   ``lmc.frame_limit`` scope extension), so an unauthenticated client cannot make the server
@@ -37,11 +38,17 @@ log = logging.getLogger("lmc.server")
 #: The scope extension through which the app sets the connection's frame limit.
 FRAME_LIMIT_EXTENSION = "lmc.frame_limit"
 
-_BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"connection: close\r\ncontent-length: 41\r\n\r\n"
-    b"too many connections: try again shortly\r\n"
-)
+
+def _busy(why: bytes) -> bytes:
+    body = why + b": try again shortly\r\n"
+    return (
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    )
+
+
+_BUSY = _busy(b"too many connections")
+_BUSY_HERE = _busy(b"too many connections from this address")
 
 
 #: The most of a refused connection's request head that is read before answering anyway.
@@ -52,25 +59,44 @@ class ProtocolLimits:
     """The limits the protocols enforce (see the module docstring)."""
 
     def __init__(
-        self, *, header_timeout: float, max_connections: int, pre_auth_max_bytes: int
+        self,
+        *,
+        header_timeout: float,
+        max_connections: int,
+        pre_auth_max_bytes: int,
+        max_per_address: int | None = None,
     ) -> None:
         self.header_timeout = header_timeout
         self.max_connections = max_connections
+        self.max_per_address = max_per_address or max_connections
         self.pre_auth_max_bytes = pre_auth_max_bytes
         self._refused = 0
         self._told_at: float | None = None
 
-    def refused(self, open_now: int) -> None:
-        """Count a refused connection; say so in the log at most every 10 s (a flood of
-        connections must not become a flood of log lines)."""
+    def refusal(self, connections: set[Any], mine: Any) -> bytes | None:
+        """The 503 for a new connection (``mine``, already among ``connections``) past a
+        limit, else None; refusals are logged at most every 10 s (a flood of connections
+        must not become a flood of log lines)."""
+        address = _address(mine)
+        if len(connections) > self.max_connections:
+            answer = _BUSY
+        elif sum(_address(c) == address for c in connections) > self.max_per_address:
+            answer = _BUSY_HERE
+        else:
+            return None
         self._refused += 1
         now = time.monotonic()
         if self._told_at is None or now - self._told_at >= 10.0:
             log.warning(
-                "refused %d connection(s): %d are open (the limit)", self._refused, open_now
+                "refused %d connection(s): %d are open (limit %d, %d from one address)",
+                self._refused,
+                len(connections) - 1,
+                self.max_connections,
+                self.max_per_address,
             )
             self._refused = 0
             self._told_at = now
+        return answer
 
 
 class _GuardedH11(H11Protocol):
@@ -81,8 +107,8 @@ class _GuardedH11(H11Protocol):
         #: The request head read so far of a connection that will be refused (None: served).
         self._refusing: bytearray | None = None
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
-            self.limits.refused(len(self.connections) - 1)
+        self._answer = self.limits.refusal(self.connections, self)
+        if self._answer is not None:
             self._refusing = bytearray()
         self._arm()
 
@@ -92,7 +118,7 @@ class _GuardedH11(H11Protocol):
         self._refusing += data
         if b"\r\n\r\n" in self._refusing or len(self._refusing) > _MAX_HEAD:
             self._disarm()
-            self.transport.write(_BUSY)
+            self.transport.write(self._answer or _BUSY)
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
@@ -126,7 +152,7 @@ class _GuardedH11(H11Protocol):
         self._header_timer = None
         if self.transport.get_protocol() is self and not self.transport.is_closing():
             if self._refusing is not None:  # a refused one hears why, even if it said nothing
-                self.transport.write(_BUSY)
+                self.transport.write(self._answer or _BUSY)
             self.transport.close()
 
 
@@ -145,6 +171,12 @@ class _GuardedWebSocket(WebSocketsSansIOProtocol):
         if extensions is not None:
             extensions[FRAME_LIMIT_EXTENSION] = {"raise": self._raise_frame_limit}
         await super().run_asgi()
+
+
+def _address(protocol: Any) -> str | None:
+    """The client's host of a uvicorn protocol (HTTP or websocket; None: unknown)."""
+    client = getattr(protocol, "client", None)
+    return str(client[0]) if client else None
 
 
 def _with_limits(base: type[Any], limits: ProtocolLimits) -> type[Any]:

@@ -8,9 +8,10 @@ per event, so the rich and the plain renderers differ only in how they draw.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
-from lmc.messages import Chunk
+from lmc.messages import ChangedFile, Chunk, ConsoleChunk, TextChunk
 
 __all__ = ["BlockRenderer", "Renderer"]
 
@@ -46,21 +47,22 @@ class BlockRenderer:
 
     # -- the protocol -------------------------------------------------------------------
     def feed(self, chunk: Chunk) -> None:
-        role, kind, fmt = chunk.get("role"), chunk.get("type"), chunk.get("format")
-        text_kind = _TEXT_KINDS.get((str(role), str(kind)))
-        if text_kind is not None:
-            self._feed_text(text_kind, chunk)
-        elif kind in ("code", "tool_call"):
+        if chunk["type"] == "message" or chunk["type"] == "reasoning":
+            text_kind = _TEXT_KINDS.get((chunk["role"], chunk["type"]))
+            if text_kind is not None:
+                self._feed_text(text_kind, chunk)
+        elif chunk["type"] == "code" or chunk["type"] == "tool_call":
             # An MCP tool call (format SERVER.TOOL) shows like code: its JSON arguments.
-            self._feed_code(str(role), str(fmt or "text"), chunk)
-        elif kind == "confirmation":
-            content: dict[str, Any] = chunk.get("content") or {}
-            self.on_confirmation(str(content.get("format", "")), str(content.get("content", "")))
-        elif kind == "console":
-            self._feed_console(fmt, chunk)
-        elif kind == "image" and "content" in chunk:
-            self.on_image(str(fmt), str(chunk["content"]))
-        elif kind == "files" and isinstance(chunk.get("content"), list):
+            self._feed_code(chunk["role"], chunk["format"] or "text", chunk)
+        elif chunk["type"] == "confirmation":
+            if "content" in chunk:
+                block = chunk["content"]
+                self.on_confirmation(block["format"], block["content"])
+        elif chunk["type"] == "console":
+            self._feed_console(chunk)
+        elif chunk["type"] == "image" and "content" in chunk:
+            self.on_image(chunk["format"], chunk["content"])
+        elif chunk["type"] == "files" and "content" in chunk:
             self.on_files(file_lines(chunk["content"]))
 
     def close(self) -> None:
@@ -84,51 +86,52 @@ class BlockRenderer:
             self.final_answer = False
         self.open_block(block, language)
 
-    def _feed_text(self, block: str, chunk: Chunk) -> None:
+    def _feed_text(self, block: str, chunk: TextChunk) -> None:
         if chunk.get("start") or (self.block != block and "content" in chunk):
             self._open(block)
         if chunk.get("content"):
-            self.on_text(block, str(chunk["content"]))
+            self.on_text(block, chunk["content"])
         if chunk.get("end") and self.block == block:
             self._close_open()
 
-    def _feed_code(self, role: str, language: str, chunk: Chunk) -> None:
+    def _feed_code(self, role: str, language: str, chunk: TextChunk) -> None:
         if role == "computer" and language == "html":
             if "content" in chunk:
-                self.on_html(str(chunk["content"]))
+                self.on_html(chunk["content"])
             return
         if chunk.get("start") or ("content" in chunk and (self.block != "code" or self.in_console)):
             self._open("code", language)
         if chunk.get("content"):
-            self.on_text("code", str(chunk["content"]))
+            self.on_text("code", chunk["content"])
         if chunk.get("end"):
             self.on_code_end()
 
-    def _feed_console(self, fmt: object, chunk: Chunk) -> None:
+    def _feed_console(self, chunk: ConsoleChunk) -> None:
+        fmt, content = chunk.get("format"), chunk.get("content")
         if self.block == "notice" or (self.block != "code" and not chunk.get("end")):
-            self._feed_notice(fmt, chunk)
+            self._feed_notice(chunk)
             return
         if chunk.get("start") or (not self.in_console and not chunk.get("end")):
             self.in_console = True
             self.on_console_start()
         if fmt == "active_line":
-            content = chunk.get("content")
             self.on_active_line(int(content) if content else None)
-        elif fmt == "output" and chunk.get("content"):
-            self.on_output(str(chunk["content"]))
-        elif fmt == "progress" and chunk.get("content"):
-            self.on_progress(str(chunk["content"]))
+        elif fmt == "output" and content:
+            self.on_output(content)
+        elif fmt == "progress" and content:
+            self.on_progress(content)
         if chunk.get("end") and self.in_console:
             self.in_console = False
             self.on_console_end()
             self._close_open()
 
-    def _feed_notice(self, fmt: object, chunk: Chunk) -> None:
+    def _feed_notice(self, chunk: ConsoleChunk) -> None:
         """Console output with no code above it: lmc telling the person (and model) something."""
         if self.block != "notice":
             self._open("notice")
-        if fmt == "output" and chunk.get("content"):
-            self.on_text("notice", str(chunk["content"]))
+        content = chunk.get("content")
+        if chunk.get("format") == "output" and content:
+            self.on_text("notice", content)
         if chunk.get("end"):
             self._close_open()
 
@@ -173,7 +176,7 @@ class BlockRenderer:
         """The files the block changed, one line each (``modified  a.py  +3 -1``)."""
 
 
-def file_lines(content: list[Any]) -> list[str]:
+def file_lines(content: Sequence[ChangedFile]) -> list[str]:
     """A ``files`` chunk's content as the lines the renderers show."""
     from lmc.workspace.changes import changes_from_content, describe_changes
 

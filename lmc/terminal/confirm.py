@@ -19,11 +19,11 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from lmc.agent.approvals import Answer, Approvals, Declined, kind_rule, parse_rule, suggested_prefix
 from lmc.errors import ConfigError, LmcError
-from lmc.messages import Chunk
+from lmc.messages import Block, ConfirmationChunk
 from lmc.terminal.question import Terminal
 
 __all__ = ["Asker", "Confirmer", "NoTerminalError", "edit_in_editor"]
@@ -55,7 +55,7 @@ class NoTerminalError(LmcError):
     """A block needs a yes and there is nobody to say it (no terminal, no -y)."""
 
 
-def question_for(block: dict[str, Any]) -> str:
+def question_for(block: Block) -> str:
     """The question under the confirm view (it fits an 80-column terminal)."""
     rule = kind_rule(block)
     if rule.kind == "tool":
@@ -138,21 +138,20 @@ class Confirmer:
         #: Saves a rule's text in the config file and says where (raises LmcError).
         self.save_rule = save_rule
 
-    def __call__(self, chunk: Chunk) -> Answer:
+    def __call__(self, asked: Block | ConfirmationChunk) -> Answer:
         """Decide about one block: True runs it, a string runs that, False/Declined do not."""
         if self.auto_run:
             return True
         # The agent passes the block; a whole confirmation chunk is accepted too.
-        block: dict[str, Any] = chunk["content"] if chunk.get("type") == "confirmation" else chunk
+        block = asked["content"] if asked["type"] == "confirmation" else asked
         if self.approvals.allows(block) is not None:
             return True
         if self.ask is None:
-            tool_call = block.get("type") == "tool_call"  # not "code": an MCP or browser tool
+            tool_call = block["type"] == "tool_call"  # not "code": an MCP or browser tool
             raise NoTerminalError(NO_TERMINAL_TOOL if tool_call else NO_TERMINAL)
         if self.screen is not None:
             self.screen.pause()
-        language = str(block.get("format") or block.get("language") or "")
-        code = str(block.get("content") or block.get("code") or "")
+        language, code = block["format"], block["content"]
         self._show_view(block, language, code)
         answer = self._question(block, language, code)
         if self.screen is not None:
@@ -162,15 +161,15 @@ class Confirmer:
                 self.screen.waiting()
         return answer
 
-    def _show_view(self, block: dict[str, Any], language: str, code: str) -> None:
+    def _show_view(self, block: Block, language: str, code: str) -> None:
         if self.terminal is None:
             return
         from lmc.terminal.confirm_view import confirm_view
 
-        tool = block.get("type") == "tool_call"
+        tool = block["type"] == "tool_call"
         self.terminal.show(confirm_view(language, code, self.terminal.height, tool=tool))
 
-    def _question(self, block: dict[str, Any], language: str, code: str) -> Answer:
+    def _question(self, block: Block, language: str, code: str) -> Answer:
         assert self.ask is not None
         question = question_for(block)
         while True:
@@ -190,7 +189,7 @@ class Confirmer:
             question = "Please answer y, n, e, a, r or v: "
 
     def _answer(
-        self, word: str, rest: str, block: dict[str, Any], language: str, code: str
+        self, word: str, rest: str, block: Block, language: str, code: str
     ) -> Answer | None:
         """The answer for one reply; None asks again."""
         if word in ("y", "yes"):
@@ -215,10 +214,10 @@ class Confirmer:
         except EOFError:
             return ""
 
-    def _add_rule(self, block: dict[str, Any], code: str) -> bool:
+    def _add_rule(self, block: Block, code: str) -> bool:
         """Ask for a rule (prefix or language) and where to keep it; True once one was added."""
         assert self.ask is not None
-        offer = suggested_prefix(code) if block.get("format") == "shell" else ""
+        offer = suggested_prefix(code) if block["format"] == "shell" else ""
         offer = offer or kind_rule(block).text
         try:
             text = self.ask(f"Approve which command prefix or language? [{offer}] ").strip()

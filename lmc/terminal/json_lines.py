@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TextIO
 
-from lmc.messages import Chunk
+from lmc.messages import Chunk, flag_of
 
 __all__ = ["JsonRenderer", "chunk_json"]
 
 
-def chunk_json(chunk: Chunk) -> str:
-    """One chunk as ``lmc run --json`` writes it (and ``lmc serve`` sends it), no newline."""
+def chunk_json(chunk: Mapping[str, object]) -> str:
+    """One chunk as ``lmc run --json`` writes it (and ``lmc serve`` sends it, with its own
+    frames), no newline."""
     return json.dumps(chunk, ensure_ascii=False)
 
 
@@ -38,9 +40,7 @@ class JsonRenderer:
         """End the message the interruption cut (``note`` is for people; not written)."""
         opened, self._open = self._open, None
         if opened is not None:
-            end: Chunk = {k: v for k, v in opened.items() if k in ("role", "type", "format")}
-            end["end"] = True
-            self.feed(end)
+            self.feed(flag_of(opened, "end"))
 
     def close(self) -> None:
         self.out.flush()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
+from lmc.messages import Block
 from lmc.terminal.confirm import Asker, Confirmer
 
 __all__ = ["QUESTIONS", "RerunQuestion", "offer_reruns"]
@@ -34,7 +35,7 @@ class RerunQuestion:
         self.attended = attended
         self.screen = screen
 
-    def __call__(self, block: dict[str, Any], lacked: str) -> bool:
+    def __call__(self, block: Block, lacked: str) -> bool:
         question = QUESTIONS.get(lacked)
         if question is None or not self.attended():
             return False

@@ -17,7 +17,7 @@ import wave
 from typing import TYPE_CHECKING, Any, Final
 
 from lmc.errors import VoiceError
-from lmc.messages import Message
+from lmc.messages import AudioChunk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,7 +43,7 @@ _OTHER_FORMATS: Final = (
 )
 
 
-def audio_message(wav: bytes) -> Message:
+def audio_message(wav: bytes) -> AudioChunk:
     """The LMC audio message (``{"role": "user", "type": "audio", "format": "wav", ...}``)
     that carries the WAV file ``wav``, checked first: what ``Interpreter.chat`` hears."""
     check_wav(wav)

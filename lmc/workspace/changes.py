@@ -7,8 +7,10 @@ The list travels as the content of one LMC chunk of type ``files`` (format ``cha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
+from lmc.messages import ChangedFile, ChangeKind
+from lmc.messages.types import CHANGE_KINDS
 from lmc.workspace.shadow import ShadowRepo
 
 __all__ = [
@@ -20,8 +22,7 @@ __all__ = [
     "patch_between",
 ]
 
-CHANGE_KINDS: Final = ("added", "deleted", "modified")
-_STATUS: Final = {"A": "added", "D": "deleted"}
+_STATUS: Final[dict[str, ChangeKind]] = {"A": "added", "D": "deleted"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,11 +30,11 @@ class FileChange:
     """One changed file; ``added``/``removed`` are lines (None for a binary file)."""
 
     path: str
-    change: str  # "added" | "deleted" | "modified"
+    change: ChangeKind
     added: int | None = 0
     removed: int | None = 0
 
-    def as_content(self) -> dict[str, Any]:
+    def as_content(self) -> ChangedFile:
         return {"path": self.path, "change": self.change, "added": self.added,
                 "removed": self.removed}  # fmt: skip
 
@@ -46,7 +47,7 @@ class FileChange:
 def changes_between(repo: ShadowRepo, before: str, after: str) -> list[FileChange]:
     """The files that differ between two snapshot commits, sorted by path."""
     raw = repo.git("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after).split(b"\0")
-    kinds: dict[str, str] = {}
+    kinds: dict[str, ChangeKind] = {}
     items = iter(raw)
     for header in items:
         if not header.startswith(b":"):
@@ -81,11 +82,11 @@ def changes_from_content(content: object) -> list[FileChange]:
         return out
     for item in content:
         if isinstance(item, dict) and isinstance(item.get("path"), str):
-            added, removed = item.get("added"), item.get("removed")
+            added, removed, change = item.get("added"), item.get("removed"), item.get("change")
             out.append(
                 FileChange(
                     item["path"],
-                    str(item.get("change", "modified")),
+                    change if change in CHANGE_KINDS else "modified",
                     added if isinstance(added, int) else None,
                     removed if isinstance(removed, int) else None,
                 )

@@ -15,7 +15,7 @@ from support.search_site import SearchSite, search_site
 
 from lmc.agent.storage import ConversationStore
 from lmc.agent.tool_calls import TOOL_DECLINED
-from lmc.messages import Chunk
+from lmc.messages import Block, Chunk, text_of
 from lmc.terminal.export import to_markdown
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "harmony"
@@ -34,12 +34,12 @@ def result_header(function: str, channel: str = "analysis") -> str:
 
 
 def outputs(chunks: list[Chunk]) -> list[str]:
-    return [c["content"] for c in chunks if c.get("format") == "output" and "content" in c]
+    return [text_of(c) for c in chunks if c.get("format") == "output" and "content" in c]
 
 
 def answer(chunks: list[Chunk]) -> str:
     return "".join(
-        c["content"]
+        text_of(c)
         for c in chunks
         if (c["role"], c["type"]) == ("assistant", "message") and "content" in c
     )
@@ -74,9 +74,9 @@ def test_a_turn_that_searches_opens_finds_and_answers(
     interpreter, backend = make_interpreter(
         TURN, browser="searxng", browser_url=site.url, browser_allow_private=True
     )
-    asked: list[dict[str, Any]] = []
+    asked: list[Block] = []
 
-    def confirm(block: dict[str, Any]) -> bool:
+    def confirm(block: Block) -> bool:
         asked.append(block)
         return True
 
@@ -198,7 +198,7 @@ def test_without_the_browser_nothing_changes(make_interpreter: MakeInterpreter) 
     chunks = list(interpreter.chat("search", stream=True, display=False, confirm=lambda b: True))
     assert "namespace browser" not in backend.prompts[0]
     notes = [
-        c["content"]
+        text_of(c)
         for c in chunks
         if (c["role"], c["type"]) == ("computer", "message") and "content" in c
     ]

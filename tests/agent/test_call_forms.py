@@ -30,7 +30,7 @@ from lmc.backends.base import BackendConfig
 from lmc.backends.llama import LlamaCppBackend
 from lmc.backends.replay import ReplayScript
 from lmc.computer import Computer
-from lmc.messages import Chunk, messages_from_json
+from lmc.messages import Chunk, messages_from_json, text_of
 from lmc.terminal.export import to_lmc_json
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "gptoss_real"
@@ -215,6 +215,6 @@ def test_shell_without_the_functions_prefix_shows_and_runs_the_code(
         shown = "".join(c["content"] for c in chunks if c["type"] == "code" and "content" in c)
         assert shown == "echo no-prefix"
         output = "".join(
-            c["content"] for c in chunks if c["type"] == "console" and c.get("format") == "output"
+            text_of(c) for c in chunks if c["type"] == "console" and c.get("format") == "output"
         )
         assert output.strip() == "no-prefix"

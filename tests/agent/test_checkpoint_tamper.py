@@ -15,6 +15,7 @@ import pytest
 from support.agent_testing import MakeInterpreter
 
 from lmc.computer import Computer
+from lmc.messages import text_of
 
 FINAL = "<|channel|>final<|message|>{}<|return|>"
 
@@ -62,7 +63,7 @@ def test_code_cannot_tamper_with_the_snapshots_in_the_sandbox(
             [tamper(store), FINAL.format("done")], computer=computer, auto_run=True
         )
         messages = interpreter.chat("go", display=False)
-        output = "".join(m["content"] for m in messages if m["type"] == "console")
+        output = "".join(text_of(m) for m in messages if m["type"] == "console")
         head = next(store.rglob("refs/lmc/head"))
         if sandbox == "off":
             assert "TAMPERED" in output

@@ -14,7 +14,7 @@ from support.workspace_testing import files_of, git, git_state
 
 from lmc.computer import Computer
 from lmc.errors import WorkspaceError
-from lmc.messages import Chunk
+from lmc.messages import ChangedFile, Chunk
 
 FINAL = "<|channel|>final<|message|>{}<|return|>"
 
@@ -67,7 +67,7 @@ def fresh(project: Path) -> Path:
     return project
 
 
-def file_chunks(chunks: list[Chunk]) -> list[list[dict[str, object]]]:
+def file_chunks(chunks: list[Chunk]) -> list[list[ChangedFile]]:
     return [c["content"] for c in chunks if c["type"] == "files" and "content" in c]
 
 

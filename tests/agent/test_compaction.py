@@ -24,6 +24,7 @@ from lmc.agent import Interpreter
 from lmc.agent.compaction import SUMMARY_INTRO
 from lmc.backends import BackendConfig, open_backend
 from lmc.computer import Computer
+from lmc.messages import text_of
 
 CONTEXT = 4096
 RESERVE = 1024
@@ -102,8 +103,8 @@ def test_a_conversation_ten_times_the_context_completes(
     for n in range(turns):
         question = f"question {n} " + "q" * 2400
         new = interpreter.chat(question, display=False)
-        assert new[-1]["content"].startswith(f"answer {n} ")  # every turn gets its answer
-        total += estimate(question) + estimate(new[-1]["content"])
+        assert text_of(new[-1]).startswith(f"answer {n} ")  # every turn gets its answer
+        total += estimate(question) + estimate(text_of(new[-1]))
     assert total > 10 * CONTEXT
     # Every step kept the answer's room, and the model saw the summary once there was one.
     assert all(estimate(p) + RESERVE <= CONTEXT for p in Server.prompts)
@@ -172,5 +173,5 @@ def test_without_compaction_a_step_is_never_sent_without_the_answers_room(
     assert all(estimate(p) + RESERVE <= CONTEXT for p in Server.prompts)
     assert len(Server.prompts) < 12 and not Server.summaries
     assert new[-1]["role"] == "computer"
-    assert "1024 kept for the answer" in new[-1]["content"]
+    assert "1024 kept for the answer" in text_of(new[-1])
     interpreter.close()

@@ -11,6 +11,7 @@ from lmc.agent.history import (
     user_harmony,
 )
 from lmc.harmony.parser import parse_completion
+from lmc.messages import Message, validate_message
 
 PREFIX = "<|start|>system<|message|>S<|end|>"
 
@@ -23,7 +24,7 @@ def assistant(kind: str, text: str, harmony: str, fmt: str | None = None) -> Ent
     message = {"role": "assistant", "type": kind, "content": text}
     if fmt:
         message["format"] = fmt
-    return Entry(message, harmony)
+    return Entry(validate_message(message), harmony)
 
 
 def output(text: str, harmony: str) -> Entry:
@@ -94,7 +95,7 @@ def test_notes_for_the_person_add_nothing_to_the_prompt() -> None:
 
 
 def test_lmc_messages_from_elsewhere_get_harmony_that_parses_back() -> None:
-    messages = [
+    messages: list[Message] = [
         {"role": "user", "type": "message", "content": "list files"},
         {"role": "assistant", "type": "message", "content": "Listing."},
         {"role": "assistant", "type": "code", "format": "shell", "content": 'ls\necho "done"'},

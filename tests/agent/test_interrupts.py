@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from support.agent_testing import MakeInterpreter
 
-from lmc.messages import Chunk
+from lmc.messages import Chunk, text_of
 
 LONG = "word " * 4000
 FINAL = "<|channel|>final<|message|>{}<|return|>"
@@ -79,7 +79,7 @@ def test_a_consumer_that_stops_mid_message_keeps_the_partial_message(
         seen += is_message(chunk)
         if seen == 20:
             break
-    assert 0 < len(interpreter.messages[-1]["content"]) < len(LONG)
+    assert 0 < len(text_of(interpreter.messages[-1])) < len(LONG)
     assert interpreter.chat("more", display=False)[-1]["content"] == "Ok."
 
 
@@ -100,18 +100,16 @@ def test_ctrl_c_while_code_runs_interrupts_the_kernel_and_keeps_its_state(
     try:
         with pytest.raises(KeyboardInterrupt):
             for chunk in stream:
-                if chunk.get("format") == "output" and "started" in chunk["content"]:
+                if chunk.get("format") == "output" and "started" in text_of(chunk):
                     running.set()
     finally:
         stream.close()
     thread.join()
     # The code would sleep 60 s: its output ends [interrupted] only if the interrupt landed.
-    assert "[interrupted]" in interpreter.messages[-1]["content"]
-    assert (
-        "[interrupted]" in interpreter.store.load(interpreter.conversation_id or "")[-1]["content"]
-    )
+    assert "[interrupted]" in text_of(interpreter.messages[-1])
+    assert "[interrupted]" in text_of(interpreter.store.load(interpreter.conversation_id or "")[-1])
     chunks = list(interpreter.chat("and now?", stream=True, display=False))
-    assert "42" in "".join(c.get("content") or "" for c in chunks if c.get("format") == "output")
+    assert "42" in "".join(text_of(c) for c in chunks if c.get("format") == "output")
     assert "started\n\n[interrupted]\n<|end|><|start|>user" in backend.prompts[1]
 
 
@@ -129,7 +127,7 @@ def test_cancel_from_another_thread_ends_the_turn_quietly(
     running = threading.Event()
     thread = when(running, interpreter.cancel)
     for chunk in interpreter.chat("sleep", stream=True, display=False):
-        if chunk.get("format") == "output" and "started" in chunk["content"]:
+        if chunk.get("format") == "output" and "started" in text_of(chunk):
             running.set()
     thread.join()
     assert interpreter.messages[-1]["role"] == "computer"  # no sampling after a cancel
@@ -141,5 +139,5 @@ def test_cancel_from_another_thread_ends_the_turn_quietly(
         if is_message(chunk):
             writing.set()
     thread.join()
-    assert 0 < len(interpreter.messages[-1]["content"]) < len(LONG)
+    assert 0 < len(text_of(interpreter.messages[-1])) < len(LONG)
     assert interpreter.chat("again", display=False)[-1]["content"] == "Done."

@@ -11,7 +11,7 @@ from support.agent_testing import MakeInterpreter
 from lmc.agent.display import PlainRenderer
 from lmc.agent.storage import ConversationStore
 from lmc.computer import Computer
-from lmc.messages import Chunk, assemble
+from lmc.messages import Block, Chunk, assemble, text_of
 
 FINAL = "<|channel|>final<|message|>{}<|return|>"
 
@@ -42,13 +42,13 @@ def shape(chunks: list[Chunk]) -> list[tuple[Any, ...]]:
 
 
 def outputs(chunks: list[Chunk]) -> str:
-    return "".join(c["content"] for c in chunks if c.get("format") == "output" and "content" in c)
+    return "".join(text_of(c) for c in chunks if c.get("format") == "output" and "content" in c)
 
 
 def said(chunks: list[Chunk]) -> str:
     """What the computer said: console output and lmc's own notes (computer messages)."""
     notes = [
-        c["content"]
+        text_of(c)
         for c in chunks
         if (c["role"], c["type"]) == ("computer", "message") and "content" in c
     ]
@@ -193,9 +193,9 @@ def test_declined_code_has_no_side_effects_and_the_model_is_told(
     interpreter, backend = make_interpreter(
         [python_call(f"open({str(target)!r}, 'w').write('x')"), FINAL.format("Fine.")]
     )
-    asked: list[dict[str, Any]] = []
+    asked: list[Block] = []
 
-    def confirm(block: dict[str, Any]) -> bool:
+    def confirm(block: Block) -> bool:
         asked.append(block)
         return False
 
@@ -219,7 +219,7 @@ def test_without_a_way_to_ask_nothing_runs(
     )
     interpreter.chat("make a file", display=False)
     assert not target.exists()
-    assert any("declined" in m["content"] for m in interpreter.messages if m["role"] == "computer")
+    assert any("declined" in text_of(m) for m in interpreter.messages if m["role"] == "computer")
 
 
 def test_edited_code_runs_instead_and_the_model_is_told(
@@ -397,7 +397,7 @@ def test_oldest_turns_are_dropped_to_fit_the_context_and_it_says_so_once(
     assert notes.count(True) == 1
     assert "0 question" not in backend.prompts[-1]
     assert "2 question" in backend.prompts[-1]
-    assert interpreter.messages[0]["content"].startswith("0 question")  # history keeps all
+    assert text_of(interpreter.messages[0]).startswith("0 question")  # history keeps all
     used, size = interpreter.token_usage()
     assert used < size == 4096
 

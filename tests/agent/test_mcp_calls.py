@@ -13,7 +13,7 @@ from support.mcp_servers import cancel_when_in_flight, toy_http, toy_stdio
 
 from lmc.agent.storage import ConversationStore
 from lmc.agent.tool_calls import TOOL_DECLINED
-from lmc.messages import Chunk
+from lmc.messages import Block, Chunk, Message, ToolCallChunk, text_of
 from lmc.terminal.export import notebook_text, to_markdown
 
 FINAL = "<|channel|>final<|message|>{}<|return|>"
@@ -31,12 +31,12 @@ def result_header(function: str) -> str:
 
 
 def outputs(chunks: list[Chunk]) -> str:
-    return "".join(c["content"] for c in chunks if c.get("format") == "output" and "content" in c)
+    return "".join(text_of(c) for c in chunks if c.get("format") == "output" and "content" in c)
 
 
 def notes(chunks: list[Chunk]) -> list[str]:
     return [
-        c["content"]
+        text_of(c)
         for c in chunks
         if (c["role"], c["type"]) == ("computer", "message") and "content" in c
     ]
@@ -63,9 +63,9 @@ def test_the_model_sees_the_tools_and_a_confirmed_call_streams_like_code(
         [tool_call("toy__add", {"a": 2, "b": 3}), FINAL.format("2 + 3 is 5.")],
         mcp_servers={"toy": toy_stdio()},
     )
-    asked: list[dict[str, Any]] = []
+    asked: list[Block] = []
 
-    def confirm(block: dict[str, Any]) -> bool:
+    def confirm(block: Block) -> bool:
         asked.append(block)
         return True
 
@@ -158,7 +158,7 @@ def test_auto_approve_and_auto_run_skip_the_question(make_interpreter: MakeInter
     )
     asked: list[str] = []
 
-    def confirm(block: dict[str, Any]) -> bool:
+    def confirm(block: Block) -> bool:
         asked.append(block["format"])
         return True
 
@@ -356,7 +356,7 @@ def test_a_streamable_http_server(make_interpreter: MakeInterpreter) -> None:
 def test_tool_calls_from_lmc_json_are_written_as_harmony_calls_and_results() -> None:
     from lmc.agent.history import derive_harmony
 
-    messages: list[dict[str, Any]] = [
+    messages: list[Message] = [
         {"role": "user", "type": "message", "content": "bugs?"},
         {"role": "assistant", "type": "message", "content": "Searching."},
         {"role": "assistant", "type": "tool_call", "format": "issues.search", "content": "{}"},
@@ -394,7 +394,7 @@ def test_chat_display_fences_a_tool_call_like_code() -> None:
 
     out = io.StringIO()
     renderer = PlainRenderer(out)
-    base = {"role": "assistant", "type": "tool_call", "format": "toy.add"}
+    base: ToolCallChunk = {"role": "assistant", "type": "tool_call", "format": "toy.add"}
     chunks: list[Chunk] = [
         {**base, "start": True},
         {**base, "content": '{"a": 1, "b": 2}'},

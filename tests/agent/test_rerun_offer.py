@@ -16,6 +16,7 @@ from support.fetch_server import FetchServer, fetch_code, fetch_server
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import PREFIX, find_tool
+from lmc.messages import Block
 
 
 def _code(source: str) -> str:
@@ -56,7 +57,7 @@ class Answers:
         self.answers = list(answers)
         self.asked: list[tuple[str, str]] = []
 
-    def __call__(self, block: dict[str, Any], lacked: str) -> bool:
+    def __call__(self, block: Block, lacked: str) -> bool:
         self.asked.append((block["content"], lacked))
         return self.answers.pop(0)
 

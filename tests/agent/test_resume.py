@@ -17,7 +17,7 @@ from support.agent_testing import MakeInterpreter
 from support.replay import write_replay
 
 from lmc.agent.storage import ConversationStore
-from lmc.messages import Chunk
+from lmc.messages import Chunk, text_of
 
 ROOT = Path(__file__).resolve().parents[2]
 FINAL = "<|channel|>final<|message|>{}<|return|>"
@@ -122,7 +122,7 @@ def test_killed_mid_generation_keeps_every_completed_message(
         ("assistant", "code"),
         ("computer", "console"),
     ]
-    assert messages[2]["content"].strip() == "step one"
+    assert text_of(messages[2]).strip() == "step one"
 
     resumed, backend = make_interpreter(
         [FINAL.format("Back.")], conversation_id=info.id, db_path=db
@@ -138,7 +138,7 @@ def test_killed_mid_execution_keeps_the_call_and_resumes_consistently(
         tmp_path,
         tiny_model,
         [python_call("print('started', flush=True)\nimport time\ntime.sleep(60)")],
-        lambda chunk: chunk.get("format") == "output" and "started" in chunk["content"],
+        lambda chunk: chunk.get("format") == "output" and "started" in text_of(chunk),
     )
     with ConversationStore(db) as store:
         [info] = store.list_conversations()
@@ -151,8 +151,8 @@ def test_killed_mid_execution_keeps_the_call_and_resumes_consistently(
     resumed, backend = make_interpreter(
         [FINAL.format("Resumed.")], conversation_id=info.id, db_path=db
     )
-    assert resumed.messages[-2]["content"].startswith("The run was cut off")
-    assert "the python kernel is fresh" in resumed.messages[-1]["content"]  # told, resumed
+    assert text_of(resumed.messages[-2]).startswith("The run was cut off")
+    assert "the python kernel is fresh" in text_of(resumed.messages[-1])  # told, resumed
     assert resumed.chat("what happened?", display=False)[-1]["content"] == "Resumed."
     assert (
         "time.sleep(60)<|call|><|start|>python to=assistant<|channel|>analysis<|message|>"

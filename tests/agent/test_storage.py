@@ -10,10 +10,16 @@ import pytest
 from lmc.agent.migrations import MIGRATIONS, migrate
 from lmc.agent.storage import ConversationStore
 from lmc.errors import StorageError
+from lmc.messages import CodeChunk, ConsoleChunk, MessageChunk
 
-USER = {"role": "user", "type": "message", "content": "What's 34/24?"}
-CODE = {"role": "assistant", "type": "code", "format": "python", "content": "34 / 24"}
-OUT = {"role": "computer", "type": "console", "format": "output", "content": "1.4166666666666667\n"}
+USER: MessageChunk = {"role": "user", "type": "message", "content": "What's 34/24?"}
+CODE: CodeChunk = {"role": "assistant", "type": "code", "format": "python", "content": "34 / 24"}
+OUT: ConsoleChunk = {
+    "role": "computer",
+    "type": "console",
+    "format": "output",
+    "content": "1.4166666666666667\n",
+}
 
 
 def test_messages_round_trip_in_order_with_their_harmony(tmp_path: Path) -> None:

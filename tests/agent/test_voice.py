@@ -15,7 +15,7 @@ from support.speech import speak
 from lmc.agent import Interpreter
 from lmc.agent.display import PlainRenderer
 from lmc.errors import VoiceError
-from lmc.messages import Message, assemble
+from lmc.messages import Message, assemble, text_of
 
 FINAL = "<|channel|>final<|message|>{}<|return|>"
 QUESTION = "What is seventeen plus twenty five"
@@ -44,7 +44,7 @@ def test_the_transcript_streams_first_then_the_turn_goes_on_with_it(
 ) -> None:
     interpreter, backend = make_interpreter([FINAL.format("42.")], stt_model=str(whisper_model_dir))
     chunks = list(interpreter.chat(audio(question_wav), stream=True, display=False))
-    transcript = chunks[1]["content"]
+    transcript = text_of(chunks[1])
     assert "17" in transcript and "25" in transcript, transcript
     assert chunks[:3] == heard(transcript)
     assert chunks[3] == {"role": "assistant", "type": "message", "start": True}

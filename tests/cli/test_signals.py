@@ -21,6 +21,7 @@ from support.processes import pids_of, unique_seconds, wait_until_gone, wait_unt
 from support.replay import write_replay
 
 from lmc.agent.storage import ConversationStore
+from lmc.messages import text_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,5 +93,5 @@ def test_a_signal_ends_the_kernels_children_and_files_and_keeps_the_conversation
         messages = store.load(conversation.id)
     assert messages[0] == {"role": "user", "type": "message", "content": "sleep in the background"}
     assert any(m["type"] == "code" and "echo started" in m["content"] for m in messages)
-    output = "".join(m["content"] for m in messages if m.get("format") == "output")
+    output = "".join(text_of(m) for m in messages if m.get("format") == "output")
     assert "started" in output and "[interrupted]" in output

@@ -17,7 +17,7 @@ from support.computer_testing import collect, output_of
 
 from lmc.computer import Computer
 from lmc.computer.kernel import KernelSession
-from lmc.messages import Chunk
+from lmc.messages import Chunk, text_of
 
 
 def _local_session(computer: Computer) -> KernelSession:
@@ -104,9 +104,9 @@ def test_kernel_that_died_while_idle_is_replaced_before_the_next_run() -> None:
 
 
 def test_interrupt_ignored_restarts_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lmc.computer import kernel
+    from lmc.computer import run_watch
 
-    monkeypatch.setattr(kernel, "INTERRUPT_GRACE", 1.0)
+    monkeypatch.setattr(run_watch, "INTERRUPT_GRACE", 1.0)
     code = (
         "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         "print('stubborn', flush=True)\ntime.sleep(60)"
@@ -143,8 +143,8 @@ def test_huge_output_streams_without_memory_growth(computer: Computer) -> None:
     total = 0
     for chunk in computer.run("python", code):
         if chunk.get("format") == "output":
-            total += len(chunk["content"])
-            bounded.add(chunk["content"])
+            total += len(text_of(chunk))
+            bounded.add(text_of(chunk))
             peak = max(peak, _rss_mb())
     assert total == 300_000 * 1000 + len("the end\n")
     assert peak - before < 64
@@ -390,7 +390,7 @@ def test_a_reader_that_pauses_loses_no_output(computer: Computer, language: str,
     paused = False
     for chunk in computer.run(language, code):
         if chunk.get("format") == "output":
-            texts.append(chunk["content"])
+            texts.append(text_of(chunk))
             if not paused:
                 paused = True
                 time.sleep(3)  # the kernel goes on printing meanwhile

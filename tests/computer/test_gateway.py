@@ -30,7 +30,7 @@ from support.kernel_gateway import (
 from lmc.computer import Computer
 from lmc.computer.gateway import GatewayConfig, check_gateway
 from lmc.errors import ComputerError
-from lmc.messages import Chunk
+from lmc.messages import Chunk, text_of
 
 PNG = (  # one red pixel
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGA"
@@ -83,9 +83,9 @@ def _state(pid: int) -> str:
         return "Z"
 
 
-def _run_until(computer: Computer, code: str, marker: str, then: object) -> list[dict[str, object]]:
+def _run_until(computer: Computer, code: str, marker: str, then: object) -> list[Chunk]:
     """Run ``code``; once ``marker`` has been printed, call ``then()``; keep reading to the end."""
-    chunks = []
+    chunks: list[Chunk] = []
     acted = False
     for chunk in computer.run("python", code):
         chunks.append(chunk)
@@ -178,7 +178,7 @@ def test_a_kernel_that_dies_is_reported_in_one_line_and_replaced(
     collect(remote, "python", "lost = 1")
     [before] = gateway.kernels()
     chunks = collect(remote, "python", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
-    [line] = [c["content"] for c in chunks if c.get("format") == "output"]
+    [line] = [text_of(c) for c in chunks if c.get("format") == "output"]
     assert line.strip().startswith(f"The python kernel died: the kernel gateway at {gateway.url}")
     assert line.strip().count("\n") == 0
     text = output_of(collect(remote, "python", "print('lost' in globals())"))

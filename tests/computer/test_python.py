@@ -8,6 +8,7 @@ import pytest
 from support.computer_testing import active_lines, collect, output_of
 
 from lmc.computer import Computer
+from lmc.messages import text_of
 
 
 def test_print_hello(computer: Computer) -> None:
@@ -21,7 +22,9 @@ def test_each_line_is_active_in_order_with_its_output(computer: Computer) -> Non
     assert output_of(chunks) == "1\n2\n"
     assert active_lines(chunks) == [1, 2]
     events = [
-        ("line", c["content"]) if c["format"] == "active_line" else ("out", c["content"])
+        ("line", c.get("content"))
+        if c.get("format") == "active_line"
+        else ("out", c.get("content"))
         for c in chunks[1:-2]
     ]
     assert events == [("line", "1"), ("out", "1\n"), ("line", "2"), ("out", "2\n")]
@@ -67,8 +70,8 @@ def test_output_streams_as_it_happens(computer: Computer) -> None:
     texts = []
     for chunk in computer.run("python", "import time\nprint('a')\ntime.sleep(30)\nprint('b')"):
         if chunk.get("format") == "output":
-            texts.append(chunk["content"])
-            if chunk["content"] == "a\n":
+            texts.append(text_of(chunk))
+            if text_of(chunk) == "a\n":
                 computer.interrupt()
     assert texts[0] == "a\n"
     assert "b\n" not in texts and "KeyboardInterrupt" in "".join(texts)

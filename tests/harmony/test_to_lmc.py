@@ -9,7 +9,7 @@ import pytest
 from lmc.harmony.events import Event, MessageStarted
 from lmc.harmony.parser import StreamParser, split_markers
 from lmc.harmony.to_lmc import LmcMapper, chunk_kind, completion_to_chunks, tool_language
-from lmc.messages import Chunk, assemble, validate_chunk
+from lmc.messages import Chunk, assemble, text_of, validate_chunk
 
 A = "assistant"
 
@@ -129,7 +129,7 @@ def test_json_arguments_stream_their_code_piece_by_piece(size: int) -> None:
     chunks = chunks_for(tokens(text, size))
     assert chunks[0] == {"role": A, "type": "code", "format": "python", "start": True}
     assert chunks[-1] == {"role": A, "type": "code", "format": "python", "end": True}
-    contents = [c["content"] for c in chunks[1:-1]]
+    contents = [text_of(c) for c in chunks[1:-1]]
     assert "".join(contents) == code
     assert all(contents)
     if size <= 4:

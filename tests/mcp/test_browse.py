@@ -11,6 +11,7 @@ import pytest
 from support.mcp_servers import toy_stdio
 
 from lmc.agent import Interpreter
+from lmc.messages import ToolCallBlock
 from lmc.terminal.magic import ChatState, run_magic
 
 
@@ -62,7 +63,7 @@ def test_without_a_terminal_a_tool_call_is_not_called_code() -> None:
 
     said: list[str] = []
     confirmer = Confirmer(auto_run=False, ask=None, say=said.append)
-    block = {"type": "tool_call", "format": "toy.add", "content": '{"a": 1}'}
+    block: ToolCallBlock = {"type": "tool_call", "format": "toy.add", "content": '{"a": 1}'}
     with pytest.raises(NoTerminalError) as raised:  # nobody to ask: stop, never decline silently
         confirmer(block)
     assert str(raised.value) == (

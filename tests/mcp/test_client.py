@@ -9,6 +9,7 @@ from support.mcp_servers import cancel_when_in_flight, toy_stdio
 
 from lmc.mcp.config import parse_server
 from lmc.mcp.tools import McpTools
+from lmc.messages import Chunk, text_of
 
 TOOLS = [
     "toy__add",
@@ -34,8 +35,8 @@ def toy() -> Iterator[McpTools]:
     tools.close()
 
 
-def _text(chunks: list[dict[str, object]]) -> str:
-    return "".join(str(c["content"]) for c in chunks if c.get("format") == "output")
+def _text(chunks: list[Chunk]) -> str:
+    return "".join(text_of(c) for c in chunks if c.get("format") == "output")
 
 
 def test_lists_the_tools_with_descriptions_and_schemas(toy: McpTools) -> None:
@@ -188,6 +189,6 @@ def test_streamable_http_server(toy_http_url: str) -> None:
         assert _text(tools.call(add, {"a": 40, "b": 2})) == "40 + 2 = 42\n"
         dot = tools.find("web__red_dot")
         assert dot is not None
-        assert tools.call(dot, {})[0]["format"] == "base64.png"
+        assert tools.call(dot, {})[0].get("format") == "base64.png"
     finally:
         tools.close()

@@ -15,6 +15,7 @@ from support.mcp_servers import START
 from lmc.mcp.config import parse_server
 from lmc.mcp.results import prompt_text, resource_chunks
 from lmc.mcp.tools import McpTools
+from lmc.messages import Chunk, text_of
 
 #: Arguments for each tool, and a piece of text its answer holds.
 CALLS: dict[str, tuple[dict[str, Any], str]] = {
@@ -41,8 +42,8 @@ CALLS: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-def _text(chunks: list[dict[str, Any]]) -> str:
-    return "".join(str(c["content"]) for c in chunks if c.get("format") == "output")
+def _text(chunks: list[Chunk]) -> str:
+    return "".join(text_of(c) for c in chunks if c.get("format") == "output")
 
 
 def _tools(table: dict[str, Any], root: Path) -> McpTools:
@@ -85,7 +86,7 @@ def test_every_tool_resource_and_prompt_works(
         long = tools.find("ev__trigger-long-running-operation")
         assert long is not None
         chunks = list(tools.stream(long, {"duration": 1, "steps": 2}))
-        assert [c["content"] for c in chunks if c["format"] == "progress"] == ["1/2", "2/2"]
+        assert [text_of(c) for c in chunks if c.get("format") == "progress"] == ["1/2", "2/2"]
         [status] = tools.statuses()
         assert len(status.resources) >= 7
         first = status.resources[0]

@@ -14,6 +14,7 @@ from support.mcp_servers import START, toy_stdio
 
 from lmc.mcp.config import parse_server
 from lmc.mcp.tools import McpTools
+from lmc.messages import Chunk, text_of
 
 RUDE = Path(__file__).resolve().parents[1] / "support" / "mcp_rude_server.py"
 
@@ -23,8 +24,8 @@ def _tools(verbose: bool = False, **servers: dict[str, object]) -> McpTools:
     return McpTools(configs, roots=[Path.cwd()], verbose=verbose)
 
 
-def _text(chunks: list[dict[str, object]]) -> str:
-    return "".join(str(c["content"]) for c in chunks if c.get("format") == "output")
+def _text(chunks: list[Chunk]) -> str:
+    return "".join(text_of(c) for c in chunks if c.get("format") == "output")
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_progress_notifications_stream_as_live_status_chunks() -> None:
         steps = tools.find("toy__steps")
         assert steps is not None
         chunks = list(tools.stream(steps, {}))
-        assert [c["content"] for c in chunks if c["format"] == "progress"] == [
+        assert [text_of(c) for c in chunks if c.get("format") == "progress"] == [
             "step 1 (1/3)",
             "step 2 (2/3)",
             "step 3 (3/3)",

@@ -18,6 +18,7 @@ from support.mcp_servers import START, free_port, wait_listening
 from lmc.mcp.config import parse_server
 from lmc.mcp.oauth import token_path
 from lmc.mcp.tools import McpTools
+from lmc.messages import Chunk, text_of
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 #: A signed-in access token lives this long: past the login, yet within lmc's 30 s margin, so
@@ -41,8 +42,8 @@ def oauth_url() -> Iterator[str]:
         process.wait(timeout=30)
 
 
-def _text(chunks: list[dict[str, object]]) -> str:
-    return "".join(str(c["content"]) for c in chunks if c.get("format") == "output")
+def _text(chunks: list[Chunk]) -> str:
+    return "".join(text_of(c) for c in chunks if c.get("format") == "output")
 
 
 def test_a_401_without_oauth_says_what_to_do(oauth_url: str) -> None:

@@ -13,11 +13,13 @@ from lmc.errors import LmcError, MessageError
 from lmc.messages import (
     FORMATS_BY_TYPE,
     Chunk,
+    Message,
     MessageAssembler,
     assemble,
     confirmation_chunk,
     messages_from_json,
     messages_to_json,
+    text_of,
     validate_chunk,
     validate_message,
 )
@@ -29,7 +31,7 @@ SEED_STREAM: list[Chunk] = [
     {"role": "assistant", "type": "code", "format": "python", "content": " "},
     {"role": "assistant", "type": "code", "format": "python", "content": "24"},
     {"role": "assistant", "type": "code", "format": "python", "end": True},
-    confirmation_chunk("python", "34 / 24"),
+    confirmation_chunk({"type": "code", "format": "python", "content": "34 / 24"}),
     {"role": "computer", "type": "console", "start": True},
     {"role": "computer", "type": "console", "format": "active_line", "content": "1"},
     {"role": "computer", "type": "console", "format": "output", "content": "1.4166666666666667\n"},
@@ -68,7 +70,7 @@ def test_start_flag_separates_messages_of_the_same_kind() -> None:
 
 
 def test_flagless_chunks_of_the_same_kind_merge_and_a_new_kind_splits() -> None:
-    chunks = [
+    chunks: list[Chunk] = [
         {"role": "user", "type": "message", "content": "a"},
         {"role": "user", "type": "message", "content": "b"},
         {"role": "assistant", "type": "reasoning", "content": "think"},
@@ -82,8 +84,8 @@ def test_flagless_chunks_of_the_same_kind_merge_and_a_new_kind_splits() -> None:
 
 
 def test_images_never_merge() -> None:
-    image = {"role": "computer", "type": "image", "format": "base64.png", "content": "AAAA"}
-    assert len(assemble([image, dict(image)])) == 2
+    image: Chunk = {"role": "computer", "type": "image", "format": "base64.png", "content": "AAAA"}
+    assert len(assemble([image, image.copy()])) == 2
 
 
 def test_assembler_returns_the_message_a_chunk_went_into() -> None:
@@ -125,7 +127,9 @@ def test_every_seed_format_is_accepted() -> None:
     for kind, formats in FORMATS_BY_TYPE.items():
         for fmt in formats:
             if kind == "confirmation":
-                validate_chunk(confirmation_chunk("python", "1"))
+                validate_chunk(
+                    confirmation_chunk({"type": "code", "format": "python", "content": "1"})
+                )
                 continue
             content: object = "1"
             if kind == "files":  # lmc's own: a list of changed files
@@ -156,7 +160,10 @@ def test_stored_messages_carry_no_flags() -> None:
 
 
 def test_json_round_trip_keeps_unicode_readable() -> None:
-    messages = [*assemble(SEED_STREAM), {"role": "user", "type": "message", "content": "日本語"}]
+    messages: list[Message] = [
+        *assemble(SEED_STREAM),
+        {"role": "user", "type": "message", "content": "日本語"},
+    ]
     text = messages_to_json(messages)
     assert "日本語" in text
     assert messages_from_json(text) == messages
@@ -187,9 +194,10 @@ _content_chunk = st.sampled_from(
 
 
 @given(st.lists(_content_chunk, max_size=20))
-def test_assembly_keeps_all_content_in_order(chunks: list[dict[str, str]]) -> None:
+def test_assembly_keeps_all_content_in_order(raw: list[dict[str, str]]) -> None:
+    chunks = [validate_chunk(c) for c in raw]
     messages = assemble(chunks)
-    assert "".join(m["content"] for m in messages) == "".join(c["content"] for c in chunks)
+    assert "".join(map(text_of, messages)) == "".join(c["content"] for c in raw)
     for before, after in itertools.pairwise(messages):
         assert (before["role"], before["type"]) != (after["role"], after["type"]) or before.get(
             "format"

@@ -235,6 +235,41 @@ def test_connections_beyond_the_limit_get_503_until_one_closes(serve: Serve) -> 
         client.close()
 
 
+def _heartbeat_from(served: Served, source: str) -> bytes:
+    """GET /heartbeat from the loopback address ``source`` (any 127.x works on Linux)."""
+    with socket.create_connection(
+        ("127.0.0.1", served.live.port), timeout=TIMEOUT, source_address=(source, 0)
+    ) as sock:
+        sock.sendall(b"GET /heartbeat HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        return drained(sock) or b""
+
+
+@pytest.mark.parametrize("per_address", [4, None])
+def test_one_address_cannot_take_every_place(serve: Serve, per_address: int | None) -> None:
+    """Four websockets from 127.0.0.1 fill its share: a fifth from there is refused, while
+    127.0.0.2 is still served. Without the per-address limit (None: only the total counts)
+    the fifth is served too."""
+    limits = ServerLimits(max_connections=64, auth_timeout=TIMEOUT)
+    if per_address is not None:
+        limits.max_per_address = per_address
+    else:
+        limits.max_per_address = limits.max_connections
+    served = serve(config_options={"limits": limits})
+    held = [Client(served.live.ws) for _ in range(4)]
+    try:
+        here = _heartbeat_from(served, "127.0.0.1")
+        elsewhere = _heartbeat_from(served, "127.0.0.2")
+        assert elsewhere.startswith(b"HTTP/1.1 200")
+        if per_address is not None:
+            assert here.startswith(b"HTTP/1.1 503")
+            assert b"too many connections from this address" in here
+        else:
+            assert here.startswith(b"HTTP/1.1 200")
+    finally:
+        for client in held:
+            client.close()
+
+
 # -- guessed tokens --------------------------------------------------------------------------
 
 

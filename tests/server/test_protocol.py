@@ -12,6 +12,7 @@ import pytest
 from support.server_testing import (
     TOKEN,
     Client,
+    Frame,
     Served,
     code,
     errors,
@@ -24,7 +25,7 @@ from websockets.exceptions import InvalidStatus
 from lmc.agent.storage import ConversationStore
 from lmc.agent.tools import DECLINED
 from lmc.backends.llama import LlamaCppBackend
-from lmc.messages import Chunk, assemble
+from lmc.messages import assemble, text_of, validate_chunk
 from lmc.server.connection import QUEUED
 from lmc.server.turns import GateTicket
 
@@ -32,7 +33,7 @@ Serve = Callable[..., Served]
 ANSWER = "The result of the division 34/24 is approximately 1.42."
 
 
-def shape(chunks: list[Chunk]) -> list[tuple[Any, ...]]:
+def shape(chunks: list[Frame]) -> list[tuple[Any, ...]]:
     """The chunk stream with runs of content chunks of one kind folded into one step."""
     out: list[tuple[Any, ...]] = []
     for chunk in chunks:
@@ -46,7 +47,7 @@ def shape(chunks: list[Chunk]) -> list[tuple[Any, ...]]:
     return out
 
 
-def said(chunks: list[Chunk]) -> str:
+def said(chunks: list[Frame]) -> str:
     return "".join(c.get("content", "") for c in chunks if c["type"] == "message")
 
 
@@ -107,7 +108,7 @@ def test_the_seed_turn_in_its_exact_shape_with_go(serve: Serve) -> None:
     }
     assert sum(1 for c in chunks if c["type"] == "code" and "content" in c) > 1
     assert outputs(chunks) == "1.4166666666666667\n"
-    lmc_chunks = [c for c in chunks if c["role"] != "server"]
+    lmc_chunks = [validate_chunk(c) for c in chunks if c["role"] != "server"]
     # The same chunks as `lmc run --json` and Interpreter.chat(stream=True) give.
     assert assemble(lmc_chunks) == served.interpreters[0].messages[1:]
     with ConversationStore(served.db_path) as store:
@@ -139,7 +140,7 @@ def test_decline_runs_nothing_and_the_model_is_told(serve: Serve, tmp_path: Any)
 SLOW = "import time\nprint('started', flush=True)\ntime.sleep(600)\nprint('finished')"
 
 
-def started(chunk: Chunk) -> bool:
+def started(chunk: Frame) -> bool:
     return chunk.get("format") == "output" and "started" in chunk.get("content", "")
 
 
@@ -228,7 +229,7 @@ def test_disconnect_mid_run_interrupts_the_code_and_keeps_the_conversation(
         [info] = store.list_conversations()
         messages = store.load(info.id)
     assert [m["type"] for m in messages] == ["message", "code", "console"]
-    output = messages[-1]["content"]
+    output = text_of(messages[-1])
     assert "started" in output and "finished" not in output
     assert "KeyboardInterrupt" in output or "[interrupted]" in output
 

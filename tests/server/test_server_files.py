@@ -13,7 +13,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.wait import WebDriverWait
 from support.server_testing import TOKEN, Served, code, final
 
-from lmc.messages import assemble
+from lmc.messages import assemble, validate_chunk
 
 Serve = Callable[..., Served]
 WAIT = 120  # seconds: the shared CI cores start a kernel slowly
@@ -55,7 +55,7 @@ def test_a_block_that_changes_files_is_followed_by_a_files_chunk(
         "content": [{"path": "made.txt", "change": "added", "added": 1, "removed": 0}],
     }
     assert (tmp_path / "made.txt").read_text() == "hi\n"
-    lmc_chunks = [c for c in chunks if c["role"] != "server"]
+    lmc_chunks = [validate_chunk(c) for c in chunks if c["role"] != "server"]
     assert assemble(lmc_chunks) == served.interpreters[0].messages[1:]  # stored as shown
     client.close()
 

@@ -6,9 +6,7 @@ import json
 from collections.abc import Callable
 
 from support.mcp_servers import toy_stdio
-from support.server_testing import Served, final, is_confirmation, outputs
-
-from lmc.messages import Chunk
+from support.server_testing import Frame, Served, final, is_confirmation, outputs
 
 
 def tool_call(function: str, arguments: dict[str, int]) -> str:
@@ -18,7 +16,7 @@ def tool_call(function: str, arguments: dict[str, int]) -> str:
     )
 
 
-def answer(chunks: list[Chunk]) -> str:
+def answer(chunks: list[Frame]) -> str:
     return "".join(
         c["content"]
         for c in chunks

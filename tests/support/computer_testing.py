@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lmc.computer import Computer
-from lmc.messages import Chunk, validate_chunk
+from lmc.messages import Chunk, text_of, validate_chunk
 
 
 def collect(
@@ -25,8 +25,8 @@ def collect(
 
 
 def output_of(chunks: list[Chunk]) -> str:
-    return "".join(c["content"] for c in chunks if c.get("format") == "output")
+    return "".join(text_of(c) for c in chunks if c.get("format") == "output")
 
 
 def active_lines(chunks: list[Chunk]) -> list[int]:
-    return [int(c["content"]) for c in chunks[:-2] if c.get("format") == "active_line"]
+    return [int(text_of(c)) for c in chunks[:-2] if c.get("format") == "active_line"]

@@ -5,6 +5,7 @@ and their sources: recorded_openai.py, recorded_native.py)."""
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,12 +94,18 @@ def _handler(
 
 
 @contextmanager
-def serving(routes: dict[str, Route], key: str | None = None) -> Iterator[Recorded]:
-    """The server on a free loopback port; stopped after."""
+def serving(
+    routes: dict[str, Route], key: str | None = None, tls: ssl.SSLContext | None = None
+) -> Iterator[Recorded]:
+    """The server on a free loopback port (https with ``tls``); stopped after."""
     record = Recorded("")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, key, record))
     server.daemon_threads = True
-    record.root = f"http://127.0.0.1:{server.server_address[1]}"
+    scheme = "http"
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    record.root = f"{scheme}://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmc.computer import Computer
+from lmc.messages import text_of
 
 LANGUAGES = ("python", "shell", "javascript", "r")
 FAKE_KEY = "-----BEGIN FAKE KEY----- lmc-test-secret"
@@ -95,9 +96,7 @@ def daemon_code(language: str, tag: str) -> str:
 
 def output_of(computer: Computer, language: str, code: str) -> str:
     return "".join(
-        chunk["content"]
-        for chunk in computer.run(language, code)
-        if chunk.get("format") == "output"
+        text_of(chunk) for chunk in computer.run(language, code) if chunk.get("format") == "output"
     )
 
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qs, urlparse
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "browser" / "site"
@@ -93,6 +93,28 @@ def _search_answer(site: SearchSite, query: str) -> dict[str, Any]:
     }
 
 
+#: An answer to GET: status, body, content type, more headers.
+_Answer = tuple[int, bytes, str, dict[str, str]]
+_NOT_FOUND: Final[_Answer] = (404, b"<h1>Not Found</h1>", "text/html", {})
+#: The pages other than the fixtures under /docs/: path -> (status, body, type, headers).
+_PAGES: Final[dict[str, _Answer]] = {
+    "/long.html": (200, LONG_PAGE.encode(), "text/html; charset=utf-8", {}),
+    "/redirect": (302, b"", "text/html", {"Location": "/docs/protocol.html"}),
+    "/big.html": (200, b"<p>" + b"x" * (6 * 1024 * 1024) + b"</p>", "text/html", {}),
+    "/image.png": (200, b"\x89PNG\r\n\x1a\n" + bytes(64), "image/png", {}),
+}
+
+
+def _page(path: str) -> _Answer:
+    """What GET ``path`` answers (anything but /search)."""
+    if path.startswith("/docs/"):
+        page = SITE / path.removeprefix("/docs/")
+        if page.is_file():
+            return (200, page.read_bytes(), "text/html; charset=utf-8", {})
+        return _NOT_FOUND
+    return _PAGES.get(path, _NOT_FOUND)
+
+
 def _handler(site: SearchSite) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -113,22 +135,9 @@ def _handler(site: SearchSite) -> type[BaseHTTPRequestHandler]:
             site.user_agents.append(self.headers.get("User-Agent", ""))
             if parsed.path == "/search":
                 self._search(parse_qs(parsed.query))
-            elif parsed.path.startswith("/docs/"):
-                page = SITE / parsed.path.removeprefix("/docs/")
-                if page.is_file():
-                    self._send(200, page.read_bytes(), "text/html; charset=utf-8")
-                else:
-                    self._send(404, b"<h1>Not Found</h1>", "text/html")
-            elif parsed.path == "/long.html":
-                self._send(200, LONG_PAGE.encode(), "text/html; charset=utf-8")
-            elif parsed.path == "/redirect":
-                self._send(302, b"", "text/html", Location="/docs/protocol.html")
-            elif parsed.path == "/big.html":
-                self._send(200, b"<p>" + b"x" * (6 * 1024 * 1024) + b"</p>", "text/html")
-            elif parsed.path == "/image.png":
-                self._send(200, b"\x89PNG\r\n\x1a\n" + bytes(64), "image/png")
-            else:
-                self._send(404, b"<h1>Not Found</h1>", "text/html")
+                return
+            status, body, content_type, headers = _page(parsed.path)
+            self._send(status, body, content_type, **headers)
 
         def _search(self, query: dict[str, list[str]]) -> None:
             q = query.get("q", [""])[0]

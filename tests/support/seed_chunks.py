@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from lmc.messages import Chunk
 
 WORDS = [
     "The", " result", " of", " the", " division", " ", "34", "/", "24",
     " is", " approximately", " ", "1", ".", "42", ".",
 ]  # fmt: skip
 
-SEED: list[dict[str, Any]] = [
+
+def _answer(text: str) -> Chunk:
+    return {"role": "assistant", "type": "message", "content": text}
+
+
+SEED: list[Chunk] = [
     {"role": "assistant", "type": "code", "format": "python", "start": True},
     {"role": "assistant", "type": "code", "format": "python", "content": "34"},
     {"role": "assistant", "type": "code", "format": "python", "content": " /"},
@@ -29,7 +35,7 @@ SEED: list[dict[str, Any]] = [
     {"role": "computer", "type": "console", "format": "active_line", "content": None},
     {"role": "computer", "type": "console", "end": True},
     {"role": "assistant", "type": "message", "start": True},
-    *({"role": "assistant", "type": "message", "content": w} for w in WORDS),
+    *(_answer(word) for word in WORDS),
     {"role": "assistant", "type": "message", "end": True},
 ]
 

@@ -14,9 +14,12 @@ from typing import Any
 import uvicorn
 from websockets.sync.client import ClientConnection, connect
 
-from lmc.messages import Chunk
 from lmc.server import ServerConfig
 from lmc.server.protocols import uvicorn_config
+
+#: A frame as the client receives it: JSON from the wire, which the tests check (the server's
+#: own frames and the turn's LMC chunks alike), so not typed as lmc's chunks.
+Frame = dict[str, Any]
 
 TIMEOUT = 120.0  # generous: two shared cores, kernels starting
 
@@ -83,14 +86,14 @@ class Client:
     def __init__(self, url: str, **kwargs: Any) -> None:
         opened = connect(url, max_size=None, open_timeout=TIMEOUT, **kwargs)
         self.ws: ClientConnection = opened.__enter__()
-        self.seen: list[Chunk] = []
+        self.seen: list[Frame] = []
 
     def send(self, frame: dict[str, Any] | str | bytes) -> None:
         self.ws.send(json.dumps(frame) if isinstance(frame, dict) else frame)
 
-    def recv(self, timeout: float = TIMEOUT) -> Chunk:
+    def recv(self, timeout: float = TIMEOUT) -> Frame:
         frame = self.ws.recv(timeout=timeout)
-        chunk: Chunk = json.loads(frame)
+        chunk: Frame = json.loads(frame)
         self.seen.append(chunk)
         return chunk
 
@@ -107,7 +110,7 @@ class Client:
     def command(self, name: str) -> None:
         self.send({"role": "user", "type": "command", "content": name})
 
-    def until(self, stop: Callable[[Chunk], bool]) -> list[Chunk]:
+    def until(self, stop: Callable[[Frame], bool]) -> list[Frame]:
         """Chunks up to and including the first for which ``stop`` is true."""
         chunks = []
         while True:
@@ -116,7 +119,7 @@ class Client:
             if stop(chunk):
                 return chunks
 
-    def turn(self) -> list[Chunk]:
+    def turn(self) -> list[Frame]:
         """Chunks up to and including the ``complete`` status."""
         return self.until(is_complete)
 
@@ -124,19 +127,19 @@ class Client:
         self.ws.close()
 
 
-def is_complete(chunk: Chunk) -> bool:
+def is_complete(chunk: Frame) -> bool:
     return chunk == {"role": "server", "type": "status", "content": "complete"}
 
 
-def is_confirmation(chunk: Chunk) -> bool:
+def is_confirmation(chunk: Frame) -> bool:
     return chunk.get("type") == "confirmation"
 
 
-def outputs(chunks: list[Chunk]) -> str:
+def outputs(chunks: list[Frame]) -> str:
     return "".join(c["content"] for c in chunks if c.get("format") == "output" and "content" in c)
 
 
-def errors(chunks: list[Chunk]) -> list[str]:
+def errors(chunks: list[Frame]) -> list[str]:
     return [c["content"] for c in chunks if (c.get("role"), c.get("type")) == ("server", "error")]
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from lmc.agent.approvals import Declined, parse_rule
-from lmc.messages import confirmation_chunk
+from lmc.messages import CodeBlock, confirmation_chunk
 from lmc.terminal.confirm import Confirmer, NoTerminalError, edit_in_editor
 
-BLOCK = {"type": "code", "format": "python", "content": "print(34 / 24)"}
-SHELL = {"type": "code", "format": "shell", "content": "git status"}
+BLOCK: CodeBlock = {"type": "code", "format": "python", "content": "print(34 / 24)"}
+SHELL: CodeBlock = {"type": "code", "format": "shell", "content": "git status"}
 
 
 def _asker(*answers: str) -> tuple[list[str], Callable[[str], str]]:
@@ -106,7 +106,7 @@ def test_edit_returns_the_edited_code() -> None:
         return "print(1)\n"
 
     confirmer, _, _ = _confirmer("e", edit=edit)
-    assert confirmer(confirmation_chunk("python", "print(34 / 24)")) == "print(1)\n"
+    assert confirmer(confirmation_chunk(BLOCK)) == "print(1)\n"
     assert seen == [("python", "print(34 / 24)")]
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from lmc.agent.approvals import Declined
 from lmc.agent.display import PlainRenderer, terminal_stream
+from lmc.messages import CodeBlock
 from lmc.terminal.question import Terminal, ask_yes_no
 
 
@@ -67,7 +68,7 @@ def test_the_api_renderer_asks_on_the_terminal_with_a_reason(
     out = io.StringIO()
     renderer = PlainRenderer(out, ask=stream)
     _typed(master, "n it writes outside the project\n")
-    block = {"type": "code", "format": "shell", "content": "rm -rf /"}
+    block: CodeBlock = {"type": "code", "format": "shell", "content": "rm -rf /"}
     assert renderer.confirm(block) == Declined("it writes outside the project")
     expected = "Run this shell code? [y/N, or n and a reason]"
     assert expected in _shown(master, expected)

@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 from support.seed_chunks import FINAL, SEED, strip_ansi
 
+from lmc.messages import Chunk, CodeFormat
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.rich_renderer import RichRenderer
 
@@ -28,16 +29,17 @@ def _console(width: int = 80, height: int = 40) -> tuple[Console, io.StringIO]:
 
 def _say(renderer: RichRenderer, text: str) -> None:
     """The model's answer ``text`` as one message, then the end of the turn."""
-    for chunk in (
+    stream: list[Chunk] = [
         {"role": "assistant", "type": "message", "start": True},
         {"role": "assistant", "type": "message", "content": text},
         {"role": "assistant", "type": "message", "end": True},
-    ):
+    ]
+    for chunk in stream:
         renderer.feed(chunk)
     renderer.close()
 
 
-def _code(code: str, lang: str = "python") -> list[dict[str, object]]:
+def _code(code: str, lang: CodeFormat = "python") -> list[Chunk]:
     return [
         {"role": "assistant", "type": "code", "format": lang, "start": True},
         {"role": "assistant", "type": "code", "format": lang, "content": code},
@@ -51,7 +53,7 @@ def _code(code: str, lang: str = "python") -> list[dict[str, object]]:
     ]
 
 
-def _console_chunks(output: str) -> list[dict[str, object]]:
+def _console_chunks(output: str) -> list[Chunk]:
     return [
         {"role": "computer", "type": "console", "start": True},
         {"role": "computer", "type": "console", "format": "active_line", "content": "1"},
@@ -178,12 +180,13 @@ def test_long_output_is_folded_to_head_and_tail() -> None:
 def test_reasoning_hidden_unless_asked(show: bool) -> None:
     console, out = _console()
     renderer = RichRenderer(console, show_reasoning=show)
-    for chunk in (
+    stream: list[Chunk] = [
         {"role": "assistant", "type": "reasoning", "start": True},
         {"role": "assistant", "type": "reasoning", "content": "secret musings"},
         {"role": "assistant", "type": "reasoning", "end": True},
         {"role": "assistant", "type": "message", "content": "answer"},
-    ):
+    ]
+    for chunk in stream:
         renderer.feed(chunk)
     renderer.close()
     raw = out.getvalue()
@@ -236,11 +239,12 @@ def test_notice_without_code_is_a_note_and_not_a_final_answer() -> None:
     console, out = _console()
     renderer = RichRenderer(console)
     renderer.feed({"role": "assistant", "type": "message", "content": "partial"})
-    for chunk in (
+    stream: list[Chunk] = [
         {"role": "computer", "type": "console", "start": True},
         {"role": "computer", "type": "console", "format": "output", "content": "Stopped.\n"},
         {"role": "computer", "type": "console", "end": True},
-    ):
+    ]
+    for chunk in stream:
         renderer.feed(chunk)
     renderer.close()
     assert "⚠ Stopped." in strip_ansi(out.getvalue())
@@ -279,12 +283,13 @@ def test_hidden_reasoning_is_a_live_status_line_then_a_one_line_summary() -> Non
 
     console, out = _console()
     renderer = RichRenderer(console)
-    for chunk in (
+    stream: list[Chunk] = [
         {"role": "assistant", "type": "reasoning", "start": True},
         {"role": "assistant", "type": "reasoning", "content": "secret musings"},
         {"role": "assistant", "type": "reasoning", "end": True},
         {"role": "assistant", "type": "message", "content": "answer"},
-    ):
+    ]
+    for chunk in stream:
         renderer.feed(chunk)
     renderer.close()
     text = strip_ansi(out.getvalue())

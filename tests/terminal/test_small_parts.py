@@ -82,7 +82,7 @@ def test_image_size_and_description() -> None:
     assert describe_image(_png(640, 480)).startswith("640×480 image")
 
 
-MESSAGES = [
+MESSAGES: list[Message] = [
     {"role": "user", "type": "message", "content": "What's 34/24?"},
     {"role": "assistant", "type": "code", "format": "python", "content": "34 / 24"},
     {"role": "computer", "type": "console", "format": "output", "content": "1.4166666666666667\n"},

@@ -13,7 +13,15 @@ import pytest
 from rich.console import Console
 from support.seed_chunks import strip_ansi
 
-from lmc.messages import Chunk, MessageAssembler, confirmation_chunk, validate_message
+from lmc.messages import (
+    Chunk,
+    Message,
+    MessageAssembler,
+    ToolCallBlock,
+    ToolCallChunk,
+    confirmation_chunk,
+    validate_message,
+)
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.confirm import Confirmer, question_for
 from lmc.terminal.export import notebook_text, to_markdown
@@ -28,14 +36,17 @@ PNG = base64.b64encode(
 ).decode()
 
 
+BLOCK: ToolCallBlock = {"type": "tool_call", "format": "issues.search", "content": ARGS}
+
+
 def _call(*, image: bool = False) -> list[Chunk]:
-    base = {"role": "assistant", "type": "tool_call", "format": "issues.search"}
+    base: ToolCallChunk = {"role": "assistant", "type": "tool_call", "format": "issues.search"}
     chunks: list[Chunk] = [
         {**base, "start": True},
         {**base, "content": ARGS[:10]},
         {**base, "content": ARGS[10:]},
         {**base, "end": True},
-        confirmation_chunk("issues.search", ARGS, "tool_call"),
+        confirmation_chunk(BLOCK),
         {"role": "computer", "type": "console", "start": True},
         {"role": "computer", "type": "console", "format": "output", "content": "#12 crash\n"},
     ]
@@ -48,7 +59,7 @@ def _call(*, image: bool = False) -> list[Chunk]:
     return chunks
 
 
-def _messages(chunks: list[Chunk]) -> list[dict[str, object]]:
+def _messages(chunks: list[Chunk]) -> list[Message]:
     assembler = MessageAssembler([{"role": "user", "type": "message", "content": "bugs?"}])
     for chunk in chunks:
         assembler.add(chunk)
@@ -109,11 +120,9 @@ def test_the_question_names_a_tool_and_edit_opens_json() -> None:
         return '{"query": "all bugs"}'
 
     confirmer = Confirmer(auto_run=False, ask=ask, say=lambda text: None, edit=edit)
-    block = {"type": "tool_call", "format": "issues.search", "content": ARGS}
+    block = BLOCK
     assert confirmer(block) is True
-    assert confirmer(confirmation_chunk("issues.search", ARGS, "tool_call")) == (
-        '{"query": "all bugs"}'
-    )
+    assert confirmer(confirmation_chunk(BLOCK)) == ('{"query": "all bugs"}')
     assert asked == [question_for(block)] * 2
     assert asked[0].startswith("Call this tool?")
     assert edits == [("issues.search", ARGS)]

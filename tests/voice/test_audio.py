@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lmc.errors import VoiceError
-from lmc.messages import validate_message
+from lmc.messages import text_of, validate_message
 from lmc.voice.audio import (
     SAMPLE_RATE,
     audio_message,
@@ -145,7 +145,7 @@ def test_audio_message_is_the_lmc_audio_message_chat_takes() -> None:
         "type": "audio",
         "format": "wav",
     }
-    assert wav_from_base64(message["content"]) == wav
+    assert wav_from_base64(text_of(message)) == wav
     with pytest.raises(VoiceError, match="the audio is Ogg, not WAV"):
         audio_message(b"OggS" + bytes(40))
 

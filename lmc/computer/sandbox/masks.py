@@ -198,35 +198,19 @@ def mounts(
     hidden_now = policy.hidden_paths()
     home = Path.home().resolve() if Path.home().is_dir() else None
     plan = _Plan(policy, writable, set(hidden_now), home, [], [])
-    if home is not None and home != Path("/"):
-        plan.seal(home)
-    for entry in policy.hidden_entries:
-        matches = entry.matches()
-        if entry.is_glob or not matches:
-            anchor = _missing_anchor(Path(entry.anchor()))
-            if not _inside(anchor, writable) or anchor == home:
-                plan.seal(anchor)
+    _seal_home_and_anchors(plan)
     sealed = set(plan.sealed)
     out = plan.out
-    for directory in readable:
-        needed = Path(directory).resolve()
-        if needed.is_relative_to("/tmp") and needed.exists():
-            out.append(Mount(needed, _BACK, ("--ro-bind", str(needed), str(needed))))
-    for root in writable:
-        if root not in sealed:
-            out.append(Mount(root, _WRITE, ("--bind", str(root), str(root))))
-        out += _protected(root, keep)
-    for path in [*keep, *(Path(p).resolve() for p in shared)]:
-        if path.exists():
-            out.append(Mount(path, _WRITE, ("--bind", str(path), str(path))))
-    for path in hidden_now:
-        if path.parent not in sealed:
-            out.append(_hide(path))
+    out += _readable_under_tmp(readable)
+    out += _writable_binds(writable, keep, shared, sealed)
+    out += [_hide(path) for path in hidden_now if path.parent not in sealed]
     if private_root is not None and private_root.exists():
         out.append(Mount(private_root.resolve(), _BACK, ("--tmpfs", str(private_root.resolve()))))
-    for path in _agent_sockets():
-        if path.parent not in sealed and not path.is_relative_to("/run"):
-            out.append(_hide(path))
+    out += [
+        _hide(path)
+        for path in _agent_sockets()
+        if path.parent not in sealed and not path.is_relative_to("/run")
+    ]
     temp_dirs = {Path("/var/tmp"), Path(os.environ.get("TMPDIR") or "/tmp").resolve()}
     out += _socket_masks(sorted(temp_dirs - {Path("/tmp")}), plan.hidden)
     out.sort(key=lambda mount: (mount.depth, mount.rank))
@@ -234,3 +218,40 @@ def mounts(
     for folder in plan.sealed:
         args += ["--remount-ro", str(folder)]
     return args
+
+
+def _seal_home_and_anchors(plan: _Plan) -> None:
+    """Seal the home folder, and the nearest existing folder of every hide entry that does not
+    exist yet (or holds a glob) unless the code could write there anyway."""
+    if plan.home is not None and plan.home != Path("/"):
+        plan.seal(plan.home)
+    for entry in plan.policy.hidden_entries:
+        if entry.is_glob or not entry.matches():
+            anchor = _missing_anchor(Path(entry.anchor()))
+            if not _inside(anchor, plan.writable) or anchor == plan.home:
+                plan.seal(anchor)
+
+
+def _readable_under_tmp(readable: Sequence[Path]) -> list[Mount]:
+    """Folders the kernel needs that live under /tmp, which is private inside."""
+    found: list[Mount] = []
+    for directory in readable:
+        needed = Path(directory).resolve()
+        if needed.is_relative_to("/tmp") and needed.exists():
+            found.append(Mount(needed, _BACK, ("--ro-bind", str(needed), str(needed))))
+    return found
+
+
+def _writable_binds(
+    writable: Sequence[Path], keep: Sequence[Path], shared: Sequence[Path], sealed: set[Path]
+) -> list[Mount]:
+    """The writable roots (with their protected entries), ``keep_writable`` and ``shared``."""
+    found: list[Mount] = []
+    for root in writable:
+        if root not in sealed:
+            found.append(Mount(root, _WRITE, ("--bind", str(root), str(root))))
+        found += _protected(root, keep)
+    for path in [*keep, *(Path(p).resolve() for p in shared)]:
+        if path.exists():
+            found.append(Mount(path, _WRITE, ("--bind", str(path), str(path))))
+    return found

@@ -17,6 +17,7 @@ from support.sandbox_testing import Place
 from lmc.computer import Computer
 from lmc.computer.html import OFFLINE_CSP
 from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
+from lmc.messages import text_of
 
 ROOT = Path(__file__).resolve().parents[3]
 KILLED = """
@@ -58,7 +59,7 @@ def test_html_without_the_network_fetches_nothing(network: bool, place: Place) -
     page = "<!DOCTYPE html><html><body><img src='http://127.0.0.1:9/?k=secret'></body></html>"
     with Computer(sandbox="workspace", network=network, workdir=place.work) as computer:
         chunks = [c for c in computer.run("html", page) if c.get("format") == "html"]
-    document = chunks[0]["content"]
+    document = text_of(chunks[0])
     if network:
         assert document == page
         return

@@ -13,6 +13,7 @@ from support.sandbox_testing import Place, connect_code, loopback_server, output
 from lmc.computer import Computer
 from lmc.computer.sandbox import PREFIX
 from lmc.errors import ComputerError
+from lmc.messages import text_of
 
 
 def test_a_blocked_connection_runs_again_with_the_network_and_the_kernel_is_strict_after(
@@ -24,7 +25,7 @@ def test_a_blocked_connection_runs_again_with_the_network_and_the_kernel_is_stri
         assert contained.last_run_lacked == "network"
         before = descendants(os.getpid())
         again = "".join(
-            c["content"]
+            text_of(c)
             for c in contained.run_relaxed("python", code, "network")
             if c.get("format") == "output"
         )

@@ -1,0 +1,112 @@
+"""How the Interpreter's pieces are made from its settings: the backend's configuration, the
+computer's sandbox options, the MCP servers' tools and the browser, each made only when the
+settings ask for it (their packages are imported then, not at start)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lmc.backends.base import BackendConfig
+from lmc.settings import Settings
+
+if TYPE_CHECKING:
+    from lmc.agent.tool_calls import ExternalTools
+    from lmc.browser.tools import BrowserTools
+    from lmc.mcp.tools import McpTools
+
+__all__ = [
+    "backend_config",
+    "browser_tools",
+    "mcp_tools",
+    "sandbox_limits",
+    "sandbox_options",
+    "tool_set",
+]
+
+
+def backend_config(s: Settings, api_key: str | None) -> BackendConfig:
+    return BackendConfig(
+        model=s.model,
+        api_base=s.api_base,
+        replay=s.replay,
+        context_size=s.context_size,
+        gpu_layers=s.gpu_layers,
+        seed=s.seed,
+        verbose=s.verbose,  # the backend's own logs (llama.cpp's) on stderr
+        api_style=s.api_style,
+        api_key=api_key,  # never stored: not a setting
+        api_key_env=s.api_key_env,
+    )
+
+
+def sandbox_options(s: Settings) -> dict[str, Any]:
+    """The keywords :class:`lmc.Computer` is made with."""
+    return {
+        "sandbox": s.sandbox,
+        "network": s.network,
+        "workdir": s.workdir,
+        "hide": s.sandbox_hide,
+        "sandbox_env": s.sandbox_env,
+        "sandbox_writable": s.sandbox_writable,
+        "sandbox_limits": sandbox_limits(s),
+        "python": s.python,  # the person's own interpreter for the python kernel
+    }
+
+
+def mcp_tools(s: Settings) -> McpTools | None:
+    """The tools of the MCP servers the settings name (None: no server)."""
+    if not s.mcp_servers:
+        return None
+    from lmc.extras import require
+
+    require("mcp")
+    from lmc.mcp.config import McpServerConfig, parse_server
+    from lmc.mcp.tools import McpTools
+
+    configs = {
+        name: value
+        if isinstance(value, McpServerConfig)
+        else parse_server(name, value, "mcp_servers")
+        for name, value in s.mcp_servers.items()
+    }
+    root = Path(s.workdir) if s.workdir is not None else Path.cwd()
+    return McpTools(configs, roots=[root], verbose=s.verbose)
+
+
+def browser_tools(
+    browser: str,
+    url: str | None,
+    allow_private: bool,
+    count_tokens: Callable[[str], int],
+) -> BrowserTools:
+    """The browser tool over the backend named (or given); ConfigError when unusable."""
+    from lmc.browser import make_backend
+    from lmc.browser.session import Browser
+    from lmc.browser.tools import BrowserTools
+
+    backend = make_backend(browser, url, allow_private=allow_private)
+    return BrowserTools(Browser(backend, count_tokens=count_tokens))
+
+
+def tool_set(*found: ExternalTools | None) -> ExternalTools | None:
+    """MCP servers' tools and the browser, as the loop sees them (None: neither)."""
+    providers = [p for p in found if p is not None]
+    if not providers:
+        return None
+    if len(providers) == 1:
+        return providers[0]
+    from lmc.agent.toolset import ToolSet
+
+    return ToolSet(providers)
+
+
+def sandbox_limits(s: Settings) -> Any:
+    """The sandbox's limits when the config changes any (None: the sandbox's defaults)."""
+    sizes = (s.sandbox_processes, s.sandbox_memory, s.sandbox_tmp_size, s.sandbox_shm_size)
+    if all(value is None for value in sizes):
+        return None
+    from lmc.computer.sandbox import Limits
+
+    return Limits.chosen(*sizes)

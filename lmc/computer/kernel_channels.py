@@ -1,0 +1,78 @@
+"""The client side of one local kernel's ZeroMQ sockets, and one poll over all of them.
+
+The poll also watches file descriptors the caller gives (the kernel process's pidfd, a wake
+pipe), so output, the reply, the kernel's death and an interrupt all wake one wait at once;
+there is no sleep-polling. Sockets are not thread-safe: one thread at a time uses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from queue import Empty
+from typing import Any, Final
+
+__all__ = ["RECEIVE_QUEUE", "KernelChannels"]
+
+#: IOPub messages that may wait in lmc's process (kernels send at most ~256 KB each).
+RECEIVE_QUEUE: Final = 64
+#: How soon a socket tries again to reach a kernel that has not bound it yet (milliseconds).
+RECONNECT_MS: Final = 10
+
+
+class KernelChannels:
+    """A started ``BlockingKernelClient`` on a context of its own, with one poller."""
+
+    def __init__(self, connection_file: Path, fds: Iterable[int]) -> None:
+        import zmq
+        from jupyter_client.blocking.client import BlockingKernelClient
+
+        self._context: Any = zmq.Context()
+        try:
+            # Few messages queue here however fast a kernel prints: memory stays bounded, and
+            # a slow consumer pushes back on the kernel's side instead.
+            self._context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
+            # A kernel still booting has not bound its sockets yet: ZeroMQ tries again every
+            # RECONNECT_IVL (100 ms by default, a tenth of a second on every first run).
+            self._context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
+            client = BlockingKernelClient(
+                connection_file=str(connection_file), context=self._context
+            )
+            client.load_connection_file()
+            client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=True)
+        except BaseException:
+            self._context.destroy(linger=0)
+            raise
+        self.client: Any = client
+        self.iopub: Any = client.iopub_channel
+        self.shell: Any = client.shell_channel
+        self.stdin: Any = client.stdin_channel
+        self._poller: Any = zmq.Poller()
+        for channel in (self.iopub, self.shell, self.stdin):
+            self._poller.register(channel.socket, zmq.POLLIN)
+        for fd in fds:
+            self._poller.register(fd, zmq.POLLIN)
+
+    def poll(self, milliseconds: int | None) -> dict[Any, int]:
+        """What is ready within ``milliseconds`` (None: wait for something)."""
+        return dict(self._poller.poll(milliseconds))
+
+    @staticmethod
+    def drain(channel: Any, ready: Mapping[Any, int]) -> Iterator[dict[str, Any]]:
+        """The messages waiting on ``channel``, if the poll found it ready."""
+        if channel.socket not in ready:
+            return
+        while True:
+            try:
+                yield channel.get_msg(timeout=0)
+            except Empty:
+                return
+
+    def send_control(self, msg_type: str, content: dict[str, Any]) -> None:
+        self.client.control_channel.send(self.client.session.msg(msg_type, content))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # best effort: the sockets go with the context
+            self.client.stop_channels()
+        self._context.destroy(linger=0)
