@@ -8,9 +8,10 @@ drops docstrings. This kernel runs the cell untouched and watches it from the si
   first time it runs, exactly and in order, so short cells (``print(1)`` then ``print(2)``)
   show every line. Lines that take long (a ``sleep``) cost no events.
 * All along, a sampling thread reads the executing thread's frame every 20 ms with
-  ``sys._current_frames()`` and reports the innermost frame belonging to the cell when it
-  changed: that covers a loop going back to earlier lines, and everything after the trace
-  budget is spent and tracing is switched off (no per-line cost any more).
+  ``sys._current_frames()`` and reports the line of the innermost frame belonging to the cell
+  when it changed (a frame caught as it starts has no line yet and is skipped): that covers
+  a loop going back to earlier lines, and everything after the trace budget is spent and
+  tracing is switched off (no per-line cost any more).
 
 Line changes go out on IOPub as ``lmc_active_line`` messages (content ``{"line": n}``, parent
 the execute request), scheduled on the IOPub thread right after a flush of stdout and stderr,
@@ -21,6 +22,7 @@ Launched as ``python lmc_python_kernel.py -f CONNECTION_FILE`` (see kernel.json)
 
 from __future__ import annotations
 
+import opcode
 import os
 import sys
 import threading
@@ -40,6 +42,9 @@ MAX_PENDING_OUTPUT = 256 * 1024
 SAMPLE_INTERVAL = 0.02
 
 TraceFunction = Callable[[FrameType, str, Any], Any]
+
+#: The instruction a frame starts on (Python 3.11+); sampled there, it has no line yet.
+_RESUME = opcode.opmap["RESUME"]
 
 
 class ChunkedOutStream(OutStream):
@@ -144,7 +149,9 @@ class ActiveLineTracker:
             if cell_file is None:
                 return
             frame: FrameType | None = sys._current_frames().get(self._thread_id)
-            while frame is not None and frame.f_code.co_filename != cell_file:
+            while frame is not None and not (
+                frame.f_code.co_filename == cell_file and _on_a_line(frame)
+            ):
                 frame = frame.f_back
             if frame is not None and frame.f_lineno != self._last:
                 self._report(frame.f_lineno)
@@ -169,6 +176,16 @@ class ActiveLineTracker:
             self._parent,
             ident=self._topic,
         )
+
+
+def _on_a_line(frame: FrameType) -> bool:
+    """Whether ``frame`` has reached its first line: a frame caught as it starts (the GIL
+    changes hands there) is still on its ``RESUME``, whose line is the ``def`` line, or 0 for
+    a statement of the cell (IPython runs each in a frame of its own). The line the call
+    comes from is the one running then."""
+    code = frame.f_code.co_code
+    start = next((i for i in range(0, len(code), 2) if code[i] == _RESUME), -1)
+    return frame.f_lasti > start and bool(frame.f_lineno)
 
 
 def _plain_python_path() -> None:

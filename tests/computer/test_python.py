@@ -97,6 +97,33 @@ def test_active_line_after_trace_budget_comes_from_sampling(computer: Computer) 
     assert lines[-1] == 4
 
 
+#: A cell that makes the sampler read the next cell's frames as each statement starts, the
+#: moment the GIL can change hands there (the running-line sampler's race): a profile hook,
+#: called as each of the next cell's statement frames begins, samples right then.
+SAMPLE_AS_EACH_STATEMENT_STARTS = """\
+import sys
+from IPython import get_ipython
+_tracker = next(
+    callback.__self__
+    for callback in get_ipython().events.callbacks["pre_run_cell"]
+    if type(getattr(callback, "__self__", None)).__name__ == "ActiveLineTracker"
+)
+def _sample_as_it_starts(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename == _tracker._cell_file:
+        _tracker._sample()
+sys.setprofile(_sample_as_it_starts)
+"""
+
+
+def test_a_frame_sampled_as_it_starts_has_no_line_yet(computer: Computer) -> None:
+    """Sampled before its first line, a frame is at line 0 (IPython runs each top-level
+    statement in a frame of its own: the seed example's stream once began with active line 0
+    this way) or, a function's, at its ``def`` line; neither is the line running."""
+    collect(computer, "python", SAMPLE_AS_EACH_STATEMENT_STARTS)
+    code = "def f():\n    return 1\nx = f()\nsys.setprofile(None)"
+    assert active_lines(collect(computer, "python", code)) == [1, 3, 2, 4]
+
+
 def test_matplotlib_plot_arrives_as_png(computer: Computer) -> None:
     code = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()"
     chunks = collect(computer, "python", code)
