@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import zmq
+from bench_start import _private_kb
 from jupyter_client.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,14 +63,6 @@ class Tree:
     name: str
     kernels: Path
     samples: dict[str, list[Sample]] = field(default_factory=dict)
-
-
-def _private_kb(pid: int) -> int:
-    try:
-        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:
-        return 0
-    return sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("Private_"))
 
 
 def _cpu(pid: int) -> float:

@@ -27,6 +27,18 @@ from support.recorded_common import (
 # docs/api.md ("List Local Models", "Version").
 
 
+#: The counters Ollama's last line of a streamed /api/chat carries (its docs' example).
+OLLAMA_DONE: dict[str, Any] = {
+    "done_reason": "stop",
+    "total_duration": 182242375,
+    "load_duration": 41295167,
+    "prompt_eval_count": 169,
+    "prompt_eval_duration": 24573166,
+    "eval_count": 15,
+    "eval_duration": 115959084,
+}
+
+
 def _ollama_line(
     message: dict[str, Any], done: bool = False, tail: dict[str, Any] | None = None
 ) -> bytes:
@@ -55,15 +67,7 @@ def ollama_chat(body: dict[str, Any] | None) -> Reply:
         _ollama_line(
             {},
             done=True,
-            tail={
-                "done_reason": "stop",
-                "total_duration": 182242375,
-                "load_duration": 41295167,
-                "prompt_eval_count": 169,
-                "prompt_eval_duration": 24573166,
-                "eval_count": 15,
-                "eval_duration": 115959084,
-            },
+            tail=OLLAMA_DONE,
         )
     )
     return 200, "application/x-ndjson", lines

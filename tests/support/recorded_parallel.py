@@ -33,7 +33,7 @@ import json
 from typing import Any
 
 from support.recorded_common import REASONING, Reply, Route, split, sse, tool_result_seen
-from support.recorded_native import _event, _ollama_line
+from support.recorded_native import OLLAMA_DONE, _event, _ollama_line
 from support.recorded_openai import HOSTED_MODELS, _hosted_chunk
 
 __all__ = [
@@ -209,16 +209,7 @@ def ollama_parallel_chat(body: dict[str, Any] | None) -> Reply:
         for index, (call_id, code) in enumerate(zip(IDS["ollama"], CODES, strict=True)):
             function = {"index": index, "name": "python", "arguments": {"code": code}}
             lines.append(_ollama_line({"tool_calls": [{"id": call_id, "function": function}]}))
-    tail = {
-        "done_reason": "stop",
-        "total_duration": 182242375,
-        "load_duration": 41295167,
-        "prompt_eval_count": 169,
-        "prompt_eval_duration": 24573166,
-        "eval_count": 15,
-        "eval_duration": 115959084,
-    }
-    lines.append(_ollama_line({}, done=True, tail=tail))
+    lines.append(_ollama_line({}, done=True, tail=OLLAMA_DONE))
     return 200, "application/x-ndjson", lines
 
 
