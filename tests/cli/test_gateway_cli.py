@@ -232,7 +232,8 @@ def test_doctor_checks_the_gateway_the_token_and_the_languages(
     assert f"  ✓ gateway      {gateway.url} answers" in section
     assert "  ✓ token        set (from LMC_KERNEL_GATEWAY_TOKEN)" in section
     assert "  ✓ python       kernelspec python3" in section
-    assert "  ✓ kernelspecs  broken (python), python3 (python)" in section
+    specs = "broken (python), lmc_javascript (javascript), lmc_shell (bash), python3 (python)"
+    assert f"  ✓ kernelspecs  {specs}" in section
     refused = _invoke(
         {**env, "LMC_KERNEL_GATEWAY_TOKEN": "wrong"}, "doctor", "--kernel-gateway", gateway.url
     )
