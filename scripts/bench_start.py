@@ -206,7 +206,12 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="lmc-bench-start-") as scratch:
         home = Path(scratch)
-        os.chdir(home)
+        # lmc runs in a project folder of its own, as a person's would be: not in the folder
+        # holding the trees' data, which each block's checkpoint would read (the other tree's
+        # growing conversation database and checkpoints made every run slower than the last).
+        project = home / "project"
+        project.mkdir()
+        os.chdir(project)
         trees = [Tree("this tree", _env(ROOT, home / "a"))]
         if args.against is not None:
             trees.append(
