@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -60,6 +61,9 @@ __all__ = ["Computer"]
 _KNOWN: Final = ", ".join(language.name for language in LANGUAGES)
 #: What a block can lack and :meth:`Computer.run_relaxed` can give it once.
 RELAXATIONS: Final = ("network", "unsandboxed")
+#: Seconds close() waits, in all, for the shutdowns of replaced kernels (a remote one may be
+#: restarting on its gateway, which answers the DELETE only after that).
+RETIRE_WAIT: Final = 30.0
 
 
 class Computer:
@@ -129,6 +133,8 @@ class Computer:
         #: ``"unsandboxed"`` (see :meth:`run_relaxed`); None otherwise.
         self.last_run_lacked: str | None = None
         self._relaxed: set[Computer] = set()  # throwaway computers of run_relaxed, running
+        #: Shutdowns of replaced kernels, in the background; close() waits for them.
+        self._retiring: list[threading.Thread] = []
         self._finalizer = weakref.finalize(self, _shutdown_all, self._sessions, None)
 
     @property
@@ -209,6 +215,9 @@ class Computer:
             self._closed = True
             sessions = list(self._sessions.values())
             self._sessions.clear()
+        deadline = time.monotonic() + RETIRE_WAIT
+        for thread in self._retiring:  # a replaced kernel is gone too when close() returns
+            thread.join(max(0.0, deadline - time.monotonic()))
         _shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
         self._finalizer.detach()
 
@@ -408,7 +417,9 @@ class Computer:
             session = self._new_session(language)
             self._sessions[language.name] = session
         if old is not None:
-            threading.Thread(target=old.shutdown, name="lmc-shutdown", daemon=True).start()
+            retiring = threading.Thread(target=old.shutdown, name="lmc-shutdown", daemon=True)
+            retiring.start()
+            self._retiring = [t for t in self._retiring if t.is_alive()] + [retiring]
         session.start()
         return session
 

@@ -50,6 +50,7 @@ _HANDSHAKE_RESEND: Final = 2.0
 _MAX_MESSAGE: Final = 64 * 1024 * 1024
 #: Seconds a DELETE at shutdown may take (a gateway that went away must not hold lmc's exit).
 _DELETE_TIMEOUT: Final = 5.0
+_DELETE_TRIES: Final = 3
 #: Seconds a shutdown waits for a start still in flight (which then deletes its kernel).
 _START_JOIN: Final = 10.0
 #: While the websocket opens, how often to ask the gateway whether the kernel still exists.
@@ -98,6 +99,7 @@ class GatewayKernel(BackgroundStart):
         self._stack = contextlib.ExitStack()
         self._socket: Any = None
         self._died: str | None = None  # why it is gone, once it is
+        self._restarting = False  # the gateway said it is restarting the kernel
         self._interrupted_at: float | None = None
         self._one_request = threading.Lock()
 
@@ -156,8 +158,7 @@ class GatewayKernel(BackgroundStart):
         with contextlib.suppress(Exception):  # the socket may be gone already
             self._stack.close()
         if kernel_id is not None:
-            with contextlib.suppress(ComputerError):  # a gone gateway deleted it anyway
-                self._client.delete(kernel_id, timeout=_DELETE_TIMEOUT)
+            self._delete(kernel_id)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             # A start in flight deletes its own kernel once the gateway answers; lmc's exit
@@ -165,6 +166,18 @@ class GatewayKernel(BackgroundStart):
             thread.join(_START_JOIN)
         if thread is None or not thread.is_alive():
             self._client.close()
+
+    def _delete(self, kernel_id: str) -> None:
+        """DELETE the kernel. One the gateway is restarting (its process died) is answered
+        only once the restart is over, which may take longer than one request's timeout:
+        asked again, or it would be left running there."""
+        tries = _DELETE_TRIES if self._restarting else 1
+        for _ in range(tries):
+            try:
+                self._client.delete(kernel_id, timeout=_DELETE_TIMEOUT)
+                return
+            except ComputerError:  # slow, or gone (then the gateway deleted it anyway)
+                continue
 
     # -- start-up (background thread) -------------------------------------------------------
 
@@ -458,6 +471,7 @@ class GatewayKernel(BackgroundStart):
         message.setdefault("content", {})
         if message["header"].get("msg_type") == "status" and message.get("channel") == "iopub":
             state = message["content"].get("execution_state")
+            self._restarting = self._restarting or state == "restarting"
             if state in ("restarting", "dead") and self._died is None:
                 self._died = (
                     f"the kernel gateway at {self.config.url} reports it {state}"
