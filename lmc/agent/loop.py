@@ -400,11 +400,23 @@ class Loop:
         rerun: Iterable[Chunk] | None = None,
     ) -> Iterator[Chunk]:
         """Run the block (or stream ``rerun``, its second run) between the block hooks."""
+        yield from self.checkpointed(self._run_block(target, language, code, told, rerun))
+
+    def checkpointed(self, run: Iterator[Chunk]) -> Iterator[Chunk]:
+        """``run`` (a code block or a tool call) between the block hooks: the working
+        directory's checkpoint before it, the files it changed after it (kept also when the
+        run is interrupted or its consumer goes away)."""
         hooks = self.block_hooks
         note = hooks.before_block() if hooks is not None else None
         if note:
             yield from self.notice(note)
-        yield from self._run_block(target, language, code, told, rerun)
+        try:
+            yield from run
+        except BaseException:
+            after = hooks.after_block() if hooks is not None else None
+            if after is not None:
+                self.record(after, "")  # kept, though the stream is gone
+            raise
         after = hooks.after_block() if hooks is not None else None
         if after is not None:
             self.record(after, "")
@@ -444,9 +456,6 @@ class Loop:
                 close()
             output.note("\n[interrupted]\n")
             self.record_run(target, output, told)
-            after = self.block_hooks.after_block() if self.block_hooks is not None else None
-            if after is not None:
-                self.record(after, "")  # kept, though the stream is gone
             raise
         finally:
             self.running = False

@@ -103,6 +103,8 @@ class CallHost(Protocol):
 
     def record_run(self, target: ToolTarget, output: RunOutput, told: str) -> None: ...
 
+    def checkpointed(self, run: Iterator[Chunk]) -> Iterator[Chunk]: ...
+
 
 def _edit_note(arguments: str) -> str:
     return f"The user edited the arguments before the call. It was called with:\n{arguments}\n\n"
@@ -159,6 +161,21 @@ def run_tool_call(
         text = json.dumps(arguments, ensure_ascii=False)
         told = _edit_note(text)
         loop.replace_entry(call.entry, text)
+    # An MCP server may change files (a filesystem server): checkpointed like code, so the
+    # files chunk shows what it changed and %undo puts it back.
+    yield from loop.checkpointed(_run(loop, tools, tool, arguments, target=target, told=told))
+
+
+def _run(
+    loop: CallHost,
+    tools: ExternalTools,
+    tool: ExternalTool,
+    arguments: dict[str, Any],
+    *,
+    target: ToolTarget,
+    told: str,
+) -> Iterator[Chunk]:
+    """Call the tool, stream its output as console chunks and record it."""
     output = RunOutput(loop.settings.output_limit, loop.settings.history_output_limit)
     try:
         yield console_start()

@@ -5,6 +5,7 @@ never touches the project's own .git."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from lmc.errors import WorkspaceError
 from lmc.messages import ChangedFile, Chunk
 
 FINAL = "<|channel|>final<|message|>{}<|return|>"
+FILES_SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_files_server.py"
 
 
 def python_call(code: str) -> str:
@@ -175,3 +177,27 @@ def test_checkpoints_off_changes_nothing(make_interpreter: MakeInterpreter, fres
     assert (fresh / "x.txt").exists()  # only the conversation was undone
     assert interpreter.last_undo is not None
     assert "files were not restored" in "\n".join(interpreter.last_undo.lines())
+
+
+def test_a_tool_call_that_changes_files_is_shown_and_undone(
+    make_interpreter: MakeInterpreter, fresh: Path
+) -> None:
+    """An MCP server's call is checkpointed like a code block (a filesystem server)."""
+    before_files = files_of(fresh)
+    arguments = json.dumps({"path": "notes.txt", "text": "rewritten by a tool\n"})
+    interpreter, _ = make_interpreter(
+        [
+            "<|channel|>commentary to=functions.files__write_file <|constrain|>json"
+            f"<|message|>{arguments}<|call|>",
+            FINAL.format("done"),
+        ],
+        auto_run=True,
+        mcp_servers={"files": {"command": sys.executable, "args": [str(FILES_SERVER), str(fresh)]}},
+    )
+    chunks = list(interpreter.chat("rewrite the notes", stream=True, display=False))
+    assert (fresh / "notes.txt").read_text() == "rewritten by a tool\n"
+    assert file_chunks(chunks) == [
+        [{"path": "notes.txt", "change": "modified", "added": 1, "removed": 2}]
+    ]
+    interpreter.undo()
+    assert files_of(fresh) == before_files
