@@ -19,7 +19,7 @@ from typing import Protocol, TextIO, cast, runtime_checkable
 from lmc.agent.approvals import Answer, Declined
 from lmc.messages import Block, Chunk
 
-__all__ = ["PlainRenderer", "Renderer", "open_terminal", "terminal_stream"]
+__all__ = ["PlainRenderer", "Renderer", "is_terminal", "open_terminal", "terminal_stream"]
 
 
 def open_terminal() -> TextIO | None:
@@ -28,7 +28,7 @@ def open_terminal() -> TextIO | None:
     There is one when a standard stream (input or error) is a terminal and ``/dev/tty``
     opens: under cron, CI or ``setsid`` there is none, whatever standard output is.
     """
-    if not any(_isatty(stream) for stream in (sys.stdin, sys.stderr)):
+    if not any(is_terminal(stream) for stream in (sys.stdin, sys.stderr)):
         return None
     try:
         fd = os.open(os.ctermid(), os.O_RDWR | os.O_NOCTTY)
@@ -45,7 +45,8 @@ def terminal_stream(fd: int) -> TextIO:
     return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace", line_buffering=True)
 
 
-def _isatty(stream: object) -> bool:
+def is_terminal(stream: object) -> bool:
+    """``stream.isatty()``, False for a stream without one or a closed one."""
     isatty = getattr(stream, "isatty", None)
     try:
         return bool(isatty is not None and isatty())
@@ -115,7 +116,7 @@ class PlainRenderer:
     def confirm(self, block: Block) -> Answer:
         """Ask on the terminal (y, or n and a reason); without one, nothing runs."""
         terminal = self._ask if self._ask is not None else open_terminal()
-        if terminal is None or not _isatty(terminal):
+        if terminal is None or not is_terminal(terminal):
             self._write("(not run: confirmation is on and there is no terminal to ask)\n")
             return False
         try:

@@ -117,17 +117,11 @@ def html_opener(stream: TextIO) -> Callable[[Any], bool] | None:
     """How to show the html tool's documents: in the browser with a person at the terminal
     (standard input and output are terminals and a browser can open), else not at all (the
     renderer only says where the file is)."""
-    if not (_isatty(sys.stdin) and _isatty(stream) and browser_available()):
+    from lmc.agent.display import is_terminal
+
+    if not (is_terminal(sys.stdin) and is_terminal(stream) and browser_available()):
         return None
     return open_in_browser
-
-
-def _isatty(stream: object) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty is not None and isatty())
-    except ValueError:  # closed
-        return False
 
 
 def make_output(options: SharedOptions, settings: Settings, stream: TextIO | None = None) -> Output:
