@@ -30,14 +30,20 @@ BENCH_SHAPE = {"embd": 512, "heads": 8, "heads_kv": 4, "head_dim": 64, "layers":
                "experts": 4, "ff_exp": 512}  # fmt: skip
 
 
-def bench_model(directory: Path) -> Path:
-    """A benchmark-size random gpt-oss GGUF (same generator as the tiny test model)."""
+def tiny_model_maker() -> Any:
+    """scripts/make_tiny_model.py as a module (``Shape``, ``write_tiny_model``)."""
     spec = importlib.util.spec_from_file_location("mtm", ROOT / "scripts" / "make_tiny_model.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["mtm"] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
-    path: Path = module.write_tiny_model(directory / "bench.gguf", 0, module.Shape(**BENCH_SHAPE))
+    return module
+
+
+def bench_model(directory: Path) -> Path:
+    """A benchmark-size random gpt-oss GGUF (same generator as the tiny test model)."""
+    maker = tiny_model_maker()
+    path: Path = maker.write_tiny_model(directory / "bench.gguf", 0, maker.Shape(**BENCH_SHAPE))
     return path
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import os
 import re
 import sys
@@ -69,11 +68,9 @@ def _captured_stderr(into: Path) -> Iterator[None]:
 def _model(args: argparse.Namespace, directory: Path) -> Path:
     if args.model is not None:
         return Path(args.model)
-    spec = importlib.util.spec_from_file_location("mtm", ROOT / "scripts" / "make_tiny_model.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mtm"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    from bench_backend_pipeline import tiny_model_maker
+
+    module = tiny_model_maker()
     shape = module.Shape(
         args.embd, args.heads, args.heads_kv, args.head_dim, args.layers, args.experts, args.ff_exp
     )
