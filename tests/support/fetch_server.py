@@ -3,11 +3,12 @@ whether code in a sandbox reached the network."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from support.loopback import serving_in_thread
 
 
 @dataclass
@@ -49,11 +50,5 @@ def fetch_server() -> Iterator[FetchServer]:
             pass
 
     server.RequestHandlerClass = Handler
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield record
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

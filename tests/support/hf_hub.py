@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from support.loopback import serving_in_thread
 
 __all__ = ["COMMIT", "StandInHub", "serve_hub"]
 
@@ -133,13 +134,6 @@ def serve_hub(repos: Mapping[str, Mapping[str, Path]]) -> Iterator[StandInHub]:
     """Serve ``{repo: {file name: path on disk}}`` on 127.0.0.1 until the block ends."""
     hub = StandInHub(url="", repos=repos)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
-    server.daemon_threads = True
     hub.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield hub
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)

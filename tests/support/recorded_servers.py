@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import ssl
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from support.loopback import serving_in_thread
 from support.recorded_common import ANSWER, CODE, REASONING, Reply, Route, json_reply
 from support.recorded_native import OLLAMA_TAGS, ollama_chat, ollama_completions, vllm_responses
 from support.recorded_openai import (
@@ -100,20 +100,13 @@ def serving(
     """The server on a free loopback port (https with ``tls``); stopped after."""
     record = Recorded("")
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(routes, key, record))
-    server.daemon_threads = True
     scheme = "http"
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
         scheme = "https"
     record.root = f"{scheme}://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield record
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def _static(body: Any) -> Route:

@@ -13,7 +13,6 @@ tests/fixtures/browser/site, plus a long page, a redirect, a large body and an i
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs, urlparse
+
+from support.loopback import serving_in_thread
 
 SITE = Path(__file__).resolve().parent.parent / "fixtures" / "browser" / "site"
 
@@ -157,11 +158,5 @@ def search_site() -> Iterator[SearchSite]:
     site = SearchSite()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(site))
     site.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving_in_thread(server):
         yield site
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
