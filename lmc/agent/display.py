@@ -18,6 +18,7 @@ from typing import Protocol, TextIO, cast, runtime_checkable
 
 from lmc.agent.approvals import Answer, Declined
 from lmc.messages import Block, Chunk
+from lmc.messages.sanitize import for_terminal
 
 __all__ = ["PlainRenderer", "Renderer", "is_terminal", "open_terminal", "terminal_stream"]
 
@@ -78,7 +79,9 @@ class PlainRenderer:
         self._show_reasoning = show_reasoning
         self._last = "\n"  # the last character written
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, *, keep_cr: bool = False) -> None:
+        """Write ``text``, sanitized: every chunk's text was written by the model or code."""
+        text = for_terminal(text, keep_cr=keep_cr)
         if text:
             self._out.write(text)
             self._out.flush()
@@ -111,7 +114,7 @@ class PlainRenderer:
             self._line_break()
             self._write(f"[{chunk.get('format')} output]\n")
         elif isinstance(content, str) and chunk.get("format") not in ("active_line", "progress"):
-            self._write(content)
+            self._write(content, keep_cr=kind == "console")
 
     def confirm(self, block: Block) -> Answer:
         """Ask on the terminal (y, or n and a reason); without one, nothing runs."""
@@ -122,9 +125,9 @@ class PlainRenderer:
         try:
             self._line_break()
             if block["type"] == "tool_call":  # an MCP tool: its arguments, not code
-                question = f"Call the tool {block['format']}?"
+                question = f"Call the tool {for_terminal(block['format'])}?"
             else:
-                question = f"Run this {block['format']} code?"
+                question = f"Run this {for_terminal(block['format'])} code?"
             terminal.write(f"{question} [y/N, or n and a reason] ")
             terminal.flush()
             answer = terminal.readline().strip()

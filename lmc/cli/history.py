@@ -8,6 +8,7 @@ from pathlib import Path
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import report
 from lmc.errors import LmcError
+from lmc.messages.sanitize import for_terminal
 
 __all__ = ["delete", "export", "list_conversations", "show_conversation"]
 
@@ -37,7 +38,9 @@ def list_conversations(db: str | None) -> int:
         when = info.updated_at[:16].replace("T", " ")
         count = f"{info.message_count} msg"
         tokens = f"{info.tokens} tok"
-        sys.stdout.write(f"{info.id:<{width}}  {when}  {count:>7}  {tokens:>10}  {info.title}\n")
+        sys.stdout.write(
+            f"{info.id:<{width}}  {when}  {count:>7}  {tokens:>10}  {for_terminal(info.title)}\n"
+        )
     return 0
 
 

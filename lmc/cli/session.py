@@ -18,6 +18,7 @@ from lmc.cli.options import SharedOptions
 from lmc.config import Settings, data_dir, load_settings
 from lmc.errors import LmcError, SandboxUnavailableError
 from lmc.messages import Block, Chunk, Message
+from lmc.messages.sanitize import for_terminal
 from lmc.terminal.base import BlockRenderer
 from lmc.terminal.signals import Terminated
 
@@ -58,12 +59,13 @@ def report(exc: BaseException, *, verbose: bool, err: TextIO | None = None) -> i
     err = sys.stderr if err is None else err
     if verbose:
         traceback.print_exception(exc, file=err)
+    # An error may quote what the model or code wrote (a file name, a tool's reply).
     if isinstance(exc, LmcError):
-        err.write(f"lmc: error: {exc}\n")
+        err.write(f"lmc: error: {for_terminal(str(exc))}\n")
         if exc.hint:
-            err.write(f"lmc: hint: {exc.hint}\n")
+            err.write(f"lmc: hint: {for_terminal(exc.hint)}\n")
     else:
-        err.write(f"lmc: unexpected error: {type(exc).__name__}: {exc}\n")
+        err.write(f"lmc: unexpected error: {type(exc).__name__}: {for_terminal(str(exc))}\n")
         if not verbose:
             err.write("lmc: hint: this is a bug in lmc; --verbose shows the traceback\n")
     err.flush()
@@ -134,7 +136,7 @@ def make_output(options: SharedOptions, settings: Settings, stream: TextIO | Non
         from lmc.terminal.json_lines import JsonRenderer
 
         def say_err(text: str) -> None:
-            sys.stderr.write(f"lmc: {text}\n")
+            sys.stderr.write(f"lmc: {for_terminal(text)}\n")
             sys.stderr.flush()
 
         return Output(JsonRenderer(stream), "json", say_err)
@@ -150,7 +152,7 @@ def make_output(options: SharedOptions, settings: Settings, stream: TextIO | Non
 
         def say_plain(text: str) -> None:
             plain.close()
-            stream.write(f"lmc: {text}\n")
+            stream.write(f"lmc: {for_terminal(text)}\n")
             stream.flush()
 
         return Output(plain, "plain", say_plain)
@@ -170,7 +172,7 @@ def make_output(options: SharedOptions, settings: Settings, stream: TextIO | Non
     )
 
     def say_rich(text: str) -> None:
-        console.print(Text(text, style="dim"))
+        console.print(Text(for_terminal(text), style="dim"))
 
     return Output(renderer, "rich", say_rich, console)
 

@@ -6,6 +6,7 @@ import sys
 
 from lmc.cli.session import report
 from lmc.errors import LmcError, WorkspaceError
+from lmc.messages.sanitize import for_terminal
 
 __all__ = ["undo"]
 
@@ -35,6 +36,6 @@ def undo(db: str | None, conversation: str | None, turns: int, *, force: bool) -
     except LmcError as exc:
         return report(exc, verbose=False)
     sys.stdout.write(f"conversation {full_id}\n")
-    for line in result.lines():
-        sys.stdout.write(line + "\n")
+    for line in result.lines():  # they name files the code made
+        sys.stdout.write(for_terminal(line) + "\n")
     return 0

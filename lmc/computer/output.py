@@ -29,22 +29,26 @@ _ESCAPE: Final = re.compile(
 )
 _CONTROL: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # all but \t \n \r
 _UNFINISHED_ESCAPE: Final = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*)?\Z")
+# C1 controls (U+0080-U+009F: a terminal reads U+009B as CSI) and the CSI/OSC they start,
+# and lone surrogates (replaced, not removed).
+_C1: Final = re.compile(r"\x9b[0-?]*[ -/]*[@-~]|\x9d[^\x07\x9c\x1b]*(?:\x07|\x9c)|[\x80-\x9f]")
 _SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
 _MAX_CARRY: Final = 256
 
 
 def clean_text(text: str) -> str:
-    """Remove ANSI escapes and control bytes; replace lone surrogates with U+FFFD.
+    """Remove ANSI escapes and control characters (C1 too); replace lone surrogates with U+FFFD.
 
     Each pass runs only when a cheap test says it can change something, because hundreds
     of megabytes of plain output go through here.
     """
     if "\x1b" in text:
         text = _ESCAPE.sub("", text)
+    if not text.isascii():
+        text = _C1.sub("", text)  # before the C0 pass: a C1 OSC may end in BEL
+        text = _SURROGATE.sub("\ufffd", text)
     if _CONTROL.search(text) is not None:
         text = _CONTROL.sub("", text)
-    if not text.isascii():
-        text = _SURROGATE.sub("\ufffd", text)
     return text
 
 

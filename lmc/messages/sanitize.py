@@ -40,7 +40,8 @@ _UNSAFE: Final = re.compile(f"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f{_INVISIBLE_CLASS}
 _UNSAFE_KEEP_CR: Final = re.compile(
     f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f{_INVISIBLE_CLASS}\ud800-\udfff]"
 )
-_C1: Final = re.compile("[\x80-\x9f]")
+# What JSON leaves raw that a terminal showing it would act on: C1 and the invisible ones.
+_JSON_RAW: Final = re.compile(f"[\x80-\x9f{_INVISIBLE_CLASS}]")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -63,7 +64,7 @@ def for_terminal(text: str, *, keep_cr: bool = False) -> str:
     comes before it, so it is drawn as ``^M``.
     """
     pattern = _UNSAFE_KEEP_CR if keep_cr else _UNSAFE
-    if text.isascii() and text.isprintable():
+    if pattern.search(text) is None:
         return text
     return pattern.sub(_visible, text)
 
@@ -77,8 +78,10 @@ def invisible_in(text: str) -> list[str]:
 
 
 def for_json(serialized: str) -> str:
-    """A JSON document with C1 controls escaped too (``json.dumps`` escapes only C0).
+    """A JSON document with C1 controls, bidi and zero-width characters escaped too
+    (``json.dumps`` escapes only C0).
 
-    A terminal that shows ``--json`` output must not meet a raw CSI (U+009B) in it.
+    A terminal that shows ``--json`` output must not meet a raw CSI (U+009B) or a bidi
+    override in it; the escaped document parses to the same values.
     """
-    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", serialized)
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", serialized)

@@ -4,6 +4,11 @@ A renderer is anything with ``feed(chunk)`` and ``close()``. :class:`BlockRender
 bookkeeping every drawing renderer needs (which block is open, implicit opens for merged
 messages fed whole, console output belonging to the code block above it) and calls one hook
 per event, so the rich and the plain renderers differ only in how they draw.
+
+Everything in a chunk was written by the model or its code, so the dispatcher passes every
+text it hands a hook through the one sanitizer (:func:`lmc.messages.sanitize.for_terminal`):
+a hook never sees a raw escape sequence, C1 control, bidi or zero-width character, and a
+renderer built on it cannot forget to clean. (HTML is handed raw: it is saved, not drawn.)
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from lmc.messages import ChangedFile, Chunk, ConsoleChunk, TextChunk
+from lmc.messages.sanitize import for_terminal
 
 __all__ = ["BlockRenderer", "Renderer"]
 
@@ -53,17 +59,17 @@ class BlockRenderer:
                 self._feed_text(text_kind, chunk)
         elif chunk["type"] == "code" or chunk["type"] == "tool_call":
             # An MCP tool call (format SERVER.TOOL) shows like code: its JSON arguments.
-            self._feed_code(chunk["role"], chunk["format"] or "text", chunk)
+            self._feed_code(chunk["role"], for_terminal(chunk["format"] or "text"), chunk)
         elif chunk["type"] == "confirmation":
             if "content" in chunk:
                 block = chunk["content"]
-                self.on_confirmation(block["format"], block["content"])
+                self.on_confirmation(for_terminal(block["format"]), for_terminal(block["content"]))
         elif chunk["type"] == "console":
             self._feed_console(chunk)
         elif chunk["type"] == "image" and "content" in chunk:
-            self.on_image(chunk["format"], chunk["content"])
+            self.on_image(chunk["format"], chunk["content"])  # saved; its notes are cleaned
         elif chunk["type"] == "files" and "content" in chunk:
-            self.on_files(file_lines(chunk["content"]))
+            self.on_files([for_terminal(line) for line in file_lines(chunk["content"])])
 
     def close(self) -> None:
         self._close_open()
@@ -90,7 +96,7 @@ class BlockRenderer:
         if chunk.get("start") or (self.block != block and "content" in chunk):
             self._open(block)
         if chunk.get("content"):
-            self.on_text(block, chunk["content"])
+            self.on_text(block, for_terminal(chunk["content"]))
         if chunk.get("end") and self.block == block:
             self._close_open()
 
@@ -102,7 +108,7 @@ class BlockRenderer:
         if chunk.get("start") or ("content" in chunk and (self.block != "code" or self.in_console)):
             self._open("code", language)
         if chunk.get("content"):
-            self.on_text("code", chunk["content"])
+            self.on_text("code", for_terminal(chunk["content"]))
         if chunk.get("end"):
             self.on_code_end()
 
@@ -117,9 +123,9 @@ class BlockRenderer:
         if fmt == "active_line":
             self.on_active_line(int(content) if content else None)
         elif fmt == "output" and content:
-            self.on_output(content)
+            self.on_output(for_terminal(content, keep_cr=True))  # progress bars rewrite lines
         elif fmt == "progress" and content:
-            self.on_progress(content)
+            self.on_progress(for_terminal(content))
         if chunk.get("end") and self.in_console:
             self.in_console = False
             self.on_console_end()
@@ -131,7 +137,7 @@ class BlockRenderer:
             self._open("notice")
         content = chunk.get("content")
         if chunk.get("format") == "output" and content:
-            self.on_text("notice", content)
+            self.on_text("notice", for_terminal(content))
         if chunk.get("end"):
             self._close_open()
 

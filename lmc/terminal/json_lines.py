@@ -7,14 +7,16 @@ from collections.abc import Mapping
 from typing import TextIO
 
 from lmc.messages import Chunk, flag_of
+from lmc.messages.sanitize import for_json
 
 __all__ = ["JsonRenderer", "chunk_json"]
 
 
 def chunk_json(chunk: Mapping[str, object]) -> str:
     """One chunk as ``lmc run --json`` writes it (and ``lmc serve`` sends it, with its own
-    frames), no newline."""
-    return json.dumps(chunk, ensure_ascii=False)
+    frames), no newline. C0 is escaped by JSON, C1 and bidi characters by :func:`for_json`,
+    so a terminal showing the stream is never driven by it."""
+    return for_json(json.dumps(chunk, ensure_ascii=False))
 
 
 class JsonRenderer:

@@ -1,7 +1,10 @@
 """Plain-text rendering for pipes, files, ``NO_COLOR`` and dumb terminals: no escape codes.
 
 Text streams as it arrives; code is fenced like Markdown; long output keeps its head as it
-streams and prints the fold note and the tail when the block ends.
+streams and prints the fold note and the tail when the block ends (the output is kept in an
+:class:`~lmc.terminal.fold.OutputWindow`: bounded memory, time linear in the output). The
+text reaching the hooks is already sanitized (:mod:`lmc.terminal.base`); lmc's own notes,
+which name files the code made, are sanitized here.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from typing import Any, TextIO
 from lmc.errors import LmcError
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.base import BlockRenderer
-from lmc.terminal.fold import HEAD_LINES, fold_output
+from lmc.messages.sanitize import for_terminal
+from lmc.terminal.fold import OutputWindow
 from lmc.terminal.images import describe_image
 
 __all__ = ["PlainRenderer"]
@@ -36,7 +40,7 @@ class PlainRenderer(BlockRenderer):
         self.artifacts = artifacts
         self.open_html = open_html  # shows a saved HTML file (a browser), True when it did
         self._at_line_start = True
-        self._output: list[str] = []
+        self._output = OutputWindow()
         self._output_shown = 0  # lines of output already written
         self._pending: list[str] = []  # notes to print once the block is done
         self._fence_open = False
@@ -88,30 +92,27 @@ class PlainRenderer(BlockRenderer):
 
     def on_console_start(self) -> None:
         self.on_code_end()
-        self._output.clear()
+        self._output = OutputWindow()
         self._output_shown = 0
 
     def on_output(self, text: str) -> None:
-        self._output.append(text)
-        whole = "".join(self._output)
-        complete = whole.count("\n")
-        limit = min(complete, HEAD_LINES)
-        if limit > self._output_shown:
-            lines = whole.split("\n")[self._output_shown : limit]
-            self._write("".join(line + "\n" for line in lines))
-            self._output_shown = limit
+        self._output.add(text)
+        head = self._output.head
+        if len(head) > self._output_shown:
+            self._write("".join(line + "\n" for line in head[self._output_shown :]))
+            self._output_shown = len(head)
 
     def on_console_end(self) -> None:
-        whole = "".join(self._output)
-        folded = fold_output(whole)
+        folded = self._output.folded()
         if folded.hidden_lines:
             self._write(folded.note + "\n" + folded.tail + "\n")
-        else:
-            rest = folded.head.split("\n")[self._output_shown :] if whole else []
+        elif not self._output.empty:
+            rest = folded.head.split("\n")[self._output_shown :]
             self._write("".join(line + "\n" for line in rest))
-        self._output.clear()
+        self._output = OutputWindow()
 
     def _note(self, text: str) -> None:
+        text = for_terminal(text)
         if self.block is None:
             self._newline()
             self._write(text + "\n")
@@ -155,7 +156,7 @@ class PlainRenderer(BlockRenderer):
     def edited(self, code: str) -> None:
         """Show the code the person edited, which is what runs."""
         self._newline()
-        self._write(f"```{self.language} (edited)\n{code.rstrip()}\n```\n")
+        self._write(f"```{self.language} (edited)\n{for_terminal(code.rstrip())}\n```\n")
 
     def interrupted(self, note: str = "interrupted") -> None:
         self.close()

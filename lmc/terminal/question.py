@@ -16,6 +16,7 @@ import subprocess
 from typing import TYPE_CHECKING, TextIO
 
 from lmc.agent.display import open_terminal
+from lmc.messages.sanitize import for_terminal
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -65,8 +66,9 @@ class Terminal:
         self.console.print(renderable)
 
     def say(self, text: str) -> None:
-        """A note for the person (not part of the answer on stdout)."""
-        self.stream.write(f"lmc: {text}\n")
+        """A note for the person (not part of the answer on stdout), sanitized: notes name
+        files, tools and servers the model and code chose."""
+        self.stream.write(f"lmc: {for_terminal(text)}\n")
         self.stream.flush()
 
     def ask(self, question: str) -> str:
@@ -79,7 +81,10 @@ class Terminal:
         return line.rstrip("\n")
 
     def page(self, text: str) -> None:
-        """Show ``text`` whole in the person's pager (``$PAGER``, else less), on the terminal."""
+        """Show ``text`` whole in the person's pager (``$PAGER``, else less), on the terminal.
+
+        The text is sanitized first: ``less -R`` would pass colour escapes through."""
+        text = for_terminal(text)
         command = shlex.split(os.environ.get("PAGER", "")) or (
             ["less", "-R"] if shutil.which("less") else []
         )

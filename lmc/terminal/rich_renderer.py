@@ -6,6 +6,11 @@ nothing; Live's own thread redraws the region ``refresh_per_second`` times a sec
 per token. The live region shows at most a screenful (the tail of the block), so it can
 always be erased; when a block completes, the region is erased and the whole block is printed
 once, statically, into the scrollback.
+
+The hooks receive text already sanitized (:mod:`lmc.terminal.base`); notes naming files and
+errors are sanitized here. A block's output is kept in an
+:class:`~lmc.terminal.fold.OutputWindow`, so however much the code prints the view holds a
+few dozen lines and each redraw costs the same.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from rich.text import Text
 from lmc.errors import LmcError
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.base import BlockRenderer
-from lmc.terminal.fold import fold_output
+from lmc.messages.sanitize import for_terminal
+from lmc.terminal.fold import OutputWindow
 from lmc.terminal.images import Protocol, describe_image, inline_sequence
 
 __all__ = ["RichRenderer"]
@@ -137,7 +143,7 @@ class _CodeView:
     def __init__(self, language: str) -> None:
         self.language = language
         self.parts: list[str] = []
-        self.output: list[str] = []
+        self.output = OutputWindow()
         self.active_line: int | None = None
         self.progress: str | None = None
         self.running = False
@@ -167,10 +173,9 @@ class _CodeView:
         return Panel(syntax, title=self.language or "code", title_align="left", border_style="blue")
 
     def output_panel(self) -> Panel | None:
-        output = "".join(self.output)
-        if not output and not self.running:
+        if self.output.empty and not self.running:
             return None
-        folded = fold_output(output)
+        folded = self.output.folded()
         body = Text(folded.head)
         if folded.hidden_lines:
             body.append("\n" + folded.note + "\n", style="dim italic")
@@ -275,7 +280,7 @@ class RichRenderer(BlockRenderer):
     def edited(self, code: str) -> None:
         """The person edited the code before running it: show (and highlight) the new code."""
         if self._code is not None:
-            self._code.parts = [code]
+            self._code.parts = [for_terminal(code)]
             self._code.code_printed = False
 
     def interrupted(self, note: str = "interrupted") -> None:
@@ -358,7 +363,7 @@ class RichRenderer(BlockRenderer):
 
     def on_output(self, text: str) -> None:
         if self._code is not None:
-            self._code.output.append(text)
+            self._code.output.add(text)
 
     def on_progress(self, status: str) -> None:
         if self._code is not None:
@@ -382,7 +387,7 @@ class RichRenderer(BlockRenderer):
 
     def _problem(self, text: str) -> None:
         """An output that could not be kept: one line, and the turn goes on."""
-        self.console.print(Text(text, style="yellow"), soft_wrap=True)
+        self.console.print(Text(for_terminal(text), style="yellow"), soft_wrap=True)
 
     def on_image(self, fmt: str, content: str) -> None:
         if self.artifacts is None:
@@ -398,7 +403,7 @@ class RichRenderer(BlockRenderer):
             if self.image_protocol is not None and data:
                 self.console.file.write(inline_sequence(data, self.image_protocol))
                 self.console.file.flush()
-            note = Text(f"🖼  {describe_image(data)} saved to {path}", style="cyan")
+            note = Text(for_terminal(f"🖼  {describe_image(data)} saved to {path}"), style="cyan")
             self.console.print(note, soft_wrap=True)
 
         self._later(show)

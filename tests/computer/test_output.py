@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -75,6 +77,13 @@ def test_clean_text_removes_escapes_and_controls() -> None:
     assert clean_text("\x1b[1;31mred\x1b[0m\x07 \x1b]0;title\x07ok\x1b(B") == "red ok"
     assert clean_text("tab\tand\r\nnewline") == "tab\tand\r\nnewline"
     assert clean_text("bad \udcff byte") == "bad \ufffd byte"
+
+
+def test_clean_text_removes_c1_controls_and_their_sequences() -> None:
+    text = "a\x9b2Jb\x9d2;title\x07c\x85d é"
+    assert clean_text(text) == "abcd é"
+    # Without the C1 pass (the cleaner before issue 35) the CSI went through.
+    assert "\x9b" in re.sub(r"\x1b", "", text)
 
 
 def test_escape_split_between_pieces_is_still_removed() -> None:

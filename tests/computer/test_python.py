@@ -186,6 +186,13 @@ def test_ansi_colours_are_removed(computer: Computer) -> None:
     assert out == "red\n"
 
 
+def test_c1_controls_from_the_code_do_not_pass_the_cleaner(computer: Computer) -> None:
+    """U+009B is CSI on a terminal that reads C1: the code's CSI and OSC 52 never reach one."""
+    code = "print('a\\x9b2Jb\\x9d52;c;Y3VybA==\\x9cc\\x85d')"
+    out = output_of(collect(computer, "python", code))
+    assert out == "abcd\n"
+
+
 def test_aliases_reach_the_same_kernel(computer: Computer) -> None:
     collect(computer, "python", "alias_state = 'shared'")
     assert output_of(collect(computer, "py", "print(alias_state)")) == "shared\n"
