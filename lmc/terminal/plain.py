@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from lmc.errors import LmcError
+from lmc.messages.sanitize import for_terminal
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.base import BlockRenderer
-from lmc.messages.sanitize import for_terminal
 from lmc.terminal.fold import OutputWindow
 from lmc.terminal.images import describe_image
 

@@ -33,9 +33,9 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from lmc.errors import LmcError
+from lmc.messages.sanitize import for_terminal
 from lmc.terminal.artifacts import ArtifactStore
 from lmc.terminal.base import BlockRenderer
-from lmc.messages.sanitize import for_terminal
 from lmc.terminal.fold import OutputWindow
 from lmc.terminal.images import Protocol, describe_image, inline_sequence
 
