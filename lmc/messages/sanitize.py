@@ -18,6 +18,7 @@ from typing import Final
 
 __all__ = [
     "INVISIBLE",
+    "controls_in",
     "for_json",
     "for_terminal",
     "invisible_in",
@@ -41,6 +42,7 @@ _UNSAFE_KEEP_CR: Final = re.compile(
     f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f{_INVISIBLE_CLASS}\ud800-\udfff]"
 )
 # What JSON leaves raw that a terminal showing it would act on: C1 and the invisible ones.
+_CONTROLS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but \t \n, DEL, C1
 _JSON_RAW: Final = re.compile(f"[\x80-\x9f{_INVISIBLE_CLASS}]")
 
 
@@ -75,6 +77,11 @@ def invisible_in(text: str) -> list[str]:
         return []
     found = sorted({char for char in text if char in INVISIBLE})
     return [f"U+{ord(char):04X}" for char in found]
+
+
+def controls_in(text: str) -> int:
+    """How many control characters (C0 but tab and line feed, DEL, C1) ``text`` holds."""
+    return len(_CONTROLS.findall(text))
 
 
 def for_json(serialized: str) -> str:

@@ -5,7 +5,8 @@ It answers True (run), a string (run this edited code instead), False or ``Decli
 (language, line count, numbered lines, head and tail of a tall block) on the terminal. The
 person answers y, n (then an optional reason the model reads), e ($EDITOR), a (this kind of
 block, for the rest of the session), r (a rule: a command prefix or a language, for the session
-or saved in the config) or v (the whole block in a pager). A rule only spares the question; it
+or saved in the config) or v (the whole block in a pager). An edit quit without saving runs
+nothing: the question is asked again. A rule only spares the question; it
 never widens the sandbox. Without a terminal to ask, the first block that needs a yes stops
 the command with :class:`NoTerminalError`: nothing is declined silently.
 """
@@ -167,7 +168,9 @@ class Confirmer:
         from lmc.terminal.confirm_view import confirm_view
 
         tool = block["type"] == "tool_call"
-        self.terminal.show(confirm_view(language, code, self.terminal.height, tool=tool))
+        size = self.terminal.size()
+        height, width = max(size.lines, 8), max(size.columns, 20)
+        self.terminal.show(confirm_view(language, code, height, tool=tool, width=width))
 
     def _question(self, block: Block, language: str, code: str) -> Answer:
         assert self.ask is not None
@@ -247,6 +250,9 @@ class Confirmer:
             edited = self.edit(language, code)
         except ConfigError as exc:
             self.say(f"{exc}" + (f" ({exc.hint})" if exc.hint else ""))
+            return None
+        if edited == code:  # quit without saving (or saved unchanged): nothing runs unasked
+            self.say("the code was not changed in the editor: answer again")
             return None
         if not edited.strip():
             self.say("the edited code is empty: not run")

@@ -36,8 +36,10 @@ def start(
     redirect: str = "",
     width: int = 80,
     height: int = 24,
+    module: str = "lmc",
 ) -> tuple[Pane, Path]:
-    """``python -m lmc ARGS [REDIRECT]`` in a fresh tmux server, in ``tmp_path/work``."""
+    """``python -m lmc ARGS [REDIRECT]`` in a fresh tmux server, in ``tmp_path/work``
+    (``module``: another entry point, such as a test's wrapper around lmc)."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     env = lmc_env(tmp_path) if env is None else env
@@ -47,7 +49,7 @@ def start(
             *(f"{k}={shlex.quote(v)}" for k, v in env.items()),
             shlex.quote(sys.executable),
             "-m",
-            "lmc",
+            module,
             *(shlex.quote(arg) for arg in args),
             redirect,
             "; echo LMC-EXITED rc=$?; sleep 60",
