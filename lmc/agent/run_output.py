@@ -6,7 +6,7 @@ the text the model reads. Shared by code blocks (:mod:`lmc.agent.loop`) and tool
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from lmc.agent.history import tool_result_text
 from lmc.harmony.events import Header
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from lmc.computer.output import BoundedOutput
 
 __all__ = [
+    "MAX_KEPT_IMAGES",
+    "MAX_KEPT_IMAGE_CHARS",
     "PendingCall",
     "RunOutput",
     "console_chunks",
@@ -23,6 +25,13 @@ __all__ = [
     "note_message",
     "output_message",
 ]
+
+
+#: Images one run keeps in the conversation (in memory and in its database): at most this
+#: many, each at most this many characters of base64 (3 MiB of image). The person's view has
+#: already shown (and saved) them all; the rest are left out of the conversation with a note.
+MAX_KEPT_IMAGES: Final = 8
+MAX_KEPT_IMAGE_CHARS: Final = 4 * 1024 * 1024
 
 
 def console_chunks(text: str) -> list[ConsoleChunk]:
@@ -66,10 +75,19 @@ class RunOutput:
     :class:`~lmc.computer.output.BoundedOutput` for the history and for the model.
     """
 
-    def __init__(self, model_limit: int, history_limit: int) -> None:
+    def __init__(
+        self,
+        model_limit: int,
+        history_limit: int,
+        *,
+        max_images: int = MAX_KEPT_IMAGES,
+        max_image_chars: int = MAX_KEPT_IMAGE_CHARS,
+    ) -> None:
         from lmc.computer.output import BoundedOutput
 
         self._history_limit = history_limit
+        self._max_images = self._images_left = max_images
+        self._max_image_chars = max_image_chars
         self.for_model = BoundedOutput(model_limit)
         self.messages: list[Message] = []
         self._output: BoundedOutput | None = None
@@ -85,8 +103,27 @@ class RunOutput:
             return
         self._close_output()
         message = without_flags(chunk)
+        if message["type"] == "image":
+            message = self._kept_image(message)
         self.messages.append(message)
         self.for_model.add(tool_result_text([message]))
+
+    def _kept_image(self, image: Message) -> Message:
+        """The image, or a note in its place once it is too large or one too many."""
+        content = image.get("content")
+        size = len(content) if isinstance(content, str) and image.get("format") != "path" else 0
+        if size > self._max_image_chars:
+            return note_message(
+                f"[an image of {size * 3 // 4 / 2**20:.1f} MiB was shown to the user but not "
+                f"kept in the conversation: over {self._max_image_chars * 3 // 4 // 2**20} MiB]"
+            )
+        if self._images_left <= 0:
+            return note_message(
+                "[an image was shown to the user but not kept in the conversation: "
+                f"a run keeps at most {self._max_images}]"
+            )
+        self._images_left -= 1
+        return image
 
     def note(self, text: str) -> None:
         """Output the loop adds itself (an interruption)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pty
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -109,3 +110,45 @@ def test_printing_100_mb_grows_lmc_by_tens_of_mib_not_hundreds(
     baseline = _peak_kib(tmp_path, tiny_model, SMALL, env, rich=rich)
     printed = _peak_kib(tmp_path, tiny_model, BIG, env, rich=rich)
     assert printed - baseline < 150 * MIB, (baseline // MIB, printed // MIB)
+
+
+IMAGES = (
+    "import os\nfrom IPython.display import Image, display\n"
+    "for i in range(4):\n"
+    "    display(Image(data=b'\\x89PNG' + os.urandom(32 * 2**20), format='png'))"
+)
+
+
+def test_four_32_mib_images_stay_out_of_the_conversation_database(
+    tiny_model: Path, tmp_path: Path, lmc_env: dict[str, str]
+) -> None:
+    """The run shows the images; the database keeps a note for each, not 170 MiB."""
+    replay = write_replay(
+        tmp_path / "images.txt",
+        [
+            f"<|channel|>analysis to=python code<|message|>{IMAGES}<|call|>",
+            "<|channel|>final<|message|>Done.<|return|>",
+        ],
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, **lmc_env, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "lmc", "run", "-y", "-m", str(tiny_model)]
+    done = subprocess.run(
+        [*command, "--replay", str(replay), "draw"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    data = Path(lmc_env["LMC_DATA_DIR"])
+    stored = sum(path.stat().st_size for path in data.glob("conversations.db*"))
+    assert stored < 4 * 2**20, stored
+    with sqlite3.connect(data / "conversations.db") as db:
+        rows = [content for (content,) in db.execute("SELECT content FROM messages")]
+    notes = [row for row in rows if "an image of 32.0 MiB was shown to the user but not" in row]
+    assert len(notes) == 4
