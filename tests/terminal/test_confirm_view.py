@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.syntax import Syntax
 
 from lmc.agent.approvals import Declined
-from lmc.messages import Block
+from lmc.messages import CodeBlock
 from lmc.terminal.confirm import Confirmer, edit_in_editor
 from lmc.terminal.confirm_view import block_body, confirm_view
 
@@ -86,7 +86,7 @@ def no_save_editor(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     assert os.environ["VISUAL"] == "true"
 
 
-BLOCK: Block = {"role": "assistant", "type": "code", "format": "python", "content": "1 / 0"}
+BLOCK: CodeBlock = {"type": "code", "format": "python", "content": "1 / 0"}
 
 
 def test_an_edit_quit_without_saving_runs_nothing_and_asks_again(no_save_editor: None) -> None:
