@@ -72,8 +72,11 @@ class Terminal:
         self.stream.flush()
 
     def ask(self, question: str) -> str:
-        """Write ``question`` and read one line (EOFError when the terminal has gone)."""
-        self.stream.write(question)
+        """Write ``question`` and read one line (EOFError when the terminal has gone).
+
+        Questions quote the block (its language, a command prefix offered as a rule), so they
+        are sanitized like everything else drawn here."""
+        self.stream.write(for_terminal(question))
         self.stream.flush()
         line = self.stream.readline()
         if not line:

@@ -167,6 +167,13 @@ def test_without_the_sanitizer_the_stream_reaches_the_terminal(tmp_path: Path) -
     assert "\x1b]52;c;" in out.getvalue() and "\x9b2J" in out.getvalue()
 
 
+class _Tty(io.StringIO):
+    """A terminal that answers y to every question."""
+
+    def readline(self, size: int | None = -1) -> str:
+        return "y\n"
+
+
 @pytest.mark.parametrize("json_mode", [False, True])
 def test_notes_and_errors_are_sanitized(
     json_mode: bool,
@@ -180,8 +187,10 @@ def test_notes_and_errors_are_sanitized(
     output = make_output(SharedOptions(json=json_mode), load_settings(), out)
     output.say(f"removed {HOSTILE}")
     report(LmcError(f"cannot read {HOSTILE}", hint=HOSTILE), verbose=False, err=out)
-    terminal_stream = io.StringIO()
-    Terminal(terminal_stream).say(f"undone: {HOSTILE}")
+    terminal_stream = _Tty()
+    terminal = Terminal(cast("Any", terminal_stream))
+    terminal.say(f"undone: {HOSTILE}")
+    assert terminal.ask(f"Approve which command prefix? [{HOSTILE}] ") == "y"
     written = out.getvalue() + capsys.readouterr().err + terminal_stream.getvalue()
-    assert written.count("A^[]52;c;") == 4
+    assert written.count("A^[]52;c;") == 5
     assert not _leaks(written)
