@@ -151,7 +151,8 @@ class OutputWindow:
         head, tail = list(self.head), list(self._rest)
         total = len(head) + self._rest_count
         if self._line or self._cut:
-            line, cut = self._line.removesuffix("\r"), self._cut
+            line = self._line.removesuffix("\r")
+            cut = self._cut + max(len(line) - MAX_LINE_CHARS, 0)
             if line or cut:
                 blank = min(self._blank, self.head_max + self.tail_max + 2)
                 tail.extend([""] * blank)
