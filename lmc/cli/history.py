@@ -82,11 +82,13 @@ def export(db: str | None, conversation: str, output: str | None, fmt: str | Non
         if output == "-":
             chosen = fmt or "json"
             if chosen == "ipynb":
-                sys.stdout.write(notebook_text(messages))
+                text = notebook_text(messages)
             elif chosen == "md":
-                sys.stdout.write(to_markdown(messages))
+                text = to_markdown(messages)
             else:
-                sys.stdout.write(to_lmc_json(messages))
+                text = to_lmc_json(messages)
+            # Exact for a pipe or a file; drawn safely when it lands on a terminal.
+            sys.stdout.write(for_terminal(text) if sys.stdout.isatty() else text)
             return 0
         path = Path(output) if output else Path(f"lmc-{full_id}.{fmt or 'ipynb'}")
         written = export_conversation(messages, path, fmt)

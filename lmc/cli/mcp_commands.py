@@ -75,31 +75,38 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}{'s' if n != 1 else ''}"
 
 
+def _line(text: str) -> None:
+    from lmc.messages.sanitize import for_terminal
+
+    print(for_terminal(text))
+
+
 def _print_status(status: ServerStatus) -> int:
-    """Print one server's block; 1 when it did not start."""
+    """Print one server's block; 1 when it did not start. Names and descriptions come from
+    the server, so each line is sanitized for the terminal."""
     config = status.config
-    print(f"{config.name} ({config.transport}: {config.describe()})")
+    _line(f"{config.name} ({config.transport}: {config.describe()})")
     if not status.started:
-        print(f"  ✗ {status.error}")
+        _line(f"  ✗ {status.error}")
         return 1
     offered = [_count(len(status.tools), "tool")]
     offered += [_count(len(status.resources), "resource"), _count(len(status.prompts), "prompt")]
-    print(f"  ✓ started, {', '.join(offered)}")
+    _line(f"  ✓ started, {', '.join(offered)}")
     for note in status.notes:
-        print(f"  ! {note}")
+        _line(f"  ! {note}")
     width = max((len(tool.name) for tool in status.tools), default=0)
     for tool in status.tools:
         auto = " (auto-approved)" if tool.name in config.auto_approve else ""
-        print(f"    {tool.name:<{width}}  {_first_line(tool.description)}{auto}")
+        _line(f"    {tool.name:<{width}}  {_first_line(tool.description)}{auto}")
     if status.resources:
-        print("  resources:")
+        _line("  resources:")
         for res in status.resources:
-            print(f"    {res.uri}  {res.name}")
+            _line(f"    {res.uri}  {res.name}")
     if status.prompts:
-        print("  prompts:")
+        _line("  prompts:")
         for prompt in status.prompts:
             args = ", ".join(name + ("" if needed else "?") for name, needed in prompt.arguments)
-            print(f"    {prompt.name}({args})  {_first_line(prompt.description)}")
+            _line(f"    {prompt.name}({args})  {_first_line(prompt.description)}")
     return 0
 
 
@@ -134,7 +141,7 @@ def login(options: SharedOptions, name: str) -> int:
     with McpManager({name: patient}) as manager:
         [status] = manager.statuses()
     if not status.started:
-        print(f"lmc: {status.error}")
+        _line(f"lmc: {status.error}")
         return 1
     print(f"signed in to {name}; its token is kept in {token_path(name)}")
     if not config.oauth:
