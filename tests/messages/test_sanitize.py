@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from lmc.messages.sanitize import for_json, for_terminal, invisible_in
+from lmc.messages.sanitize import controls_in, for_json, for_terminal, invisible_in
 
 
 def test_escape_sequences_are_drawn_not_sent() -> None:
@@ -45,3 +45,15 @@ def test_json_escapes_c1_too() -> None:
     assert "\x9b" in dumped  # json.dumps alone lets C1 through
     safe = for_json(dumped)
     assert "\x9b" not in safe and json.loads(safe) == {"content": "x\x9b31mred"}
+
+
+def test_json_escapes_bidi_and_zero_width_too() -> None:
+    dumped = json.dumps({"content": "a\u202eb\u200bc"}, ensure_ascii=False)
+    safe = for_json(dumped)
+    assert "\u202e" not in safe and "\\u202e" in safe
+    assert json.loads(safe) == {"content": "a\u202eb\u200bc"}
+
+
+def test_controls_are_counted_but_not_tabs_or_newlines() -> None:
+    assert controls_in("a\tb\nc") == 0
+    assert controls_in("\x1b[2J\r\x7f\x9b") == 4
