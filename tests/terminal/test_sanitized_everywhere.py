@@ -167,11 +167,23 @@ def test_without_the_sanitizer_the_stream_reaches_the_terminal(tmp_path: Path) -
     assert "\x1b]52;c;" in out.getvalue() and "\x9b2J" in out.getvalue()
 
 
-class _Tty(io.StringIO):
+class _Tty:
     """A terminal that answers y to every question."""
 
-    def readline(self, size: int | None = -1) -> str:
+    def __init__(self) -> None:
+        self.written = io.StringIO()
+
+    def write(self, text: str) -> int:
+        return self.written.write(text)
+
+    def flush(self) -> None:
+        pass
+
+    def readline(self) -> str:
         return "y\n"
+
+    def getvalue(self) -> str:
+        return self.written.getvalue()
 
 
 @pytest.mark.parametrize("json_mode", [False, True])
