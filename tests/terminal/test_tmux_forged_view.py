@@ -82,3 +82,33 @@ def test_without_the_sanitizer_the_same_block_is_forged_and_runs(
         assert (work / "PWNED").exists()  # and the hidden line ran
     finally:
         pane.kill()
+
+
+def test_a_long_line_shows_its_end_and_an_unsaved_edit_runs_nothing(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    hiding = "echo 'all good'" + " " * 300 + "; touch HIDDEN"
+    replay = write_replay(
+        tmp_path / "r.txt",
+        [
+            f"<|channel|>analysis to=shell code<|message|>{hiding}<|call|>",
+            "<|channel|>final<|message|>Done.<|return|>",
+        ],
+    )
+    env = lmc_env(tmp_path, VISUAL="true")  # an editor that quits without saving
+    args = ["run", "-m", str(tiny_model), "--replay", str(replay), "check"]
+    pane, work = start(tmp_path, args, env=env)
+    try:
+        pane.wait_for(r"Run this code\?")
+        assert "; touch HIDDEN" in pane.screen(history=False)  # wrapped onto the next row
+        mark = pane.mark()
+        pane.type_line("e")
+        pane.wait_for(r"not changed in the editor: answer again", after=mark)
+        pane.wait_for(r"Please answer y, n, e, a, r or v", after=mark)
+        pane.type_line("n")
+        pane.wait_for(r"Why not\?")
+        pane.type_line("")
+        pane.wait_for("LMC-EXITED")
+        assert not (work / "HIDDEN").exists()
+    finally:
+        pane.kill()
