@@ -32,4 +32,7 @@ def open_server_backend(config: BackendConfig) -> Backend:
 
         backend = OllamaBackend(found.config)
     backend.dialect_reason = found.reason
+    from lmc.backends.served import apply_served
+
+    apply_served(backend, found.config)
     return backend
