@@ -105,9 +105,22 @@ class Calibration:
 
     MIN_SAMPLE: Final = 256  # tokens: smaller prompts say little about the ratio
 
+    #: A count below this share of the estimate is a prompt the server cut (or a tokenizer
+    #: far from lmc's estimate): said, never learnt from.
+    CUT_SHARE: Final = 0.7
+    #: A prompt that grew by this many tokens since the last one while the server's count
+    #: grew by less than this share of it was cut too (Ollama keeps what fits, so its count
+    #: stalls at its context while the conversation grows).
+    MIN_GROWTH: Final = 64
+    GROWTH_SHARE: Final = 0.3
+
     def __init__(self) -> None:
         self.ratio = 1.0
         self.revision = 0
+        #: (the server's count, lmc's estimate) of the last prompt that looked cut; the
+        #: agent takes it (and sets it back to None) when the server cuts in silence.
+        self.cut: tuple[int, int] | None = None
+        self._last = (0, 0)  # (estimate, count) of the last prompt the server counted
 
     @staticmethod
     def raw(text: str) -> int:
@@ -118,7 +131,17 @@ class Calibration:
 
     def observe(self, estimate: int, actual: int) -> None:
         """``estimate``: the raw estimate of the prompt sent; ``actual``: the server's count."""
-        if estimate < self.MIN_SAMPLE or actual <= 0:
+        if actual <= 0:
+            return
+        last, self._last = self._last, (estimate, actual)
+        if estimate < self.MIN_SAMPLE:
+            return
+        expected = estimate * self.ratio
+        grown = (estimate - last[0]) * self.ratio
+        if actual < expected * self.CUT_SHARE or (
+            grown >= self.MIN_GROWTH and actual - last[1] < grown * self.GROWTH_SHARE
+        ):
+            self.cut = (actual, math.ceil(expected))
             return
         ratio = min(max((self.ratio + actual / estimate) / 2, 0.8), 2.0)
         if abs(ratio - self.ratio) >= 0.01:
@@ -234,10 +257,11 @@ def _model_list(listing: Any, model: str | None) -> Served | None:
     entry = _entry(listing, model, "id")
     if entry is None:
         return None
+    server = "vLLM " if entry.get("owned_by") == "vllm" else ""
     for field in _LIST_FIELDS:
         size = _positive(entry.get(field))
         if size:
-            return Served(size, f"/v1/models {field}")
+            return Served(size, f"{server}/v1/models {field}")
     return None
 
 
@@ -261,16 +285,21 @@ def read_served(config: BackendConfig, dialect: str) -> Served:
 
 def apply_served(backend: Backend, config: BackendConfig) -> Served | None:
     """Set ``backend.context_size`` to what the server serves (``--context`` wins); the
-    reading, or None when the size was set."""
-    dialect = backend.dialect
-    if config.context_size is not None and dialect != "ollama":
-        return None
+    reading, or None when the server could not be read."""
     try:
-        served = read_served(config, dialect)
+        served = read_served(config, backend.dialect)
     except LmcError:
         return None
+    backend.cuts_silently = served.source.startswith("Ollama") or served.sized_by_lmc
     if config.context_size is None:
         backend.context_size, backend.context_reason = served.size, served.reason
+    elif backend.cuts_silently and not served.sized_by_lmc and served.size < config.context_size:
+        # Ollama's /v1 cuts a longer prompt in silence: the person's size cannot hold there.
+        backend.context_size = served.size
+        backend.context_reason = (
+            f"{served.reason}: --context {config.context_size:,} is more than Ollama serves "
+            "here, and it cuts a longer prompt without a word"
+        )
     from lmc.backends.ollama import OllamaBackend
 
     if served.sized_by_lmc and isinstance(backend, OllamaBackend):
