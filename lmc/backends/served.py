@@ -191,6 +191,8 @@ def _entry(listing: Any, model: str | None, *keys: str) -> dict[str, Any] | None
             if any(entry.get(key) in names for key in keys):
                 return entry
         return None
+    if len(entries) != 1:  # the only gpt-oss one, as lmc's model choice takes it
+        entries = [e for e in entries if any("gpt-oss" in str(e.get(k)) for k in keys)]
     return entries[0] if len(entries) == 1 else None
 
 

@@ -87,7 +87,10 @@ class Stand:
     answers: int = 0
     record: Recorded | None = None
 
-    def dropping(self) -> bool:
+    def dropping(self, body: dict[str, Any]) -> bool:
+        """Whether to cut this answer off (streamed answers counted, not lmc's probes)."""
+        if not body.get("stream"):
+            return False
         self.answers += 1
         return self.answers == self.drop_at
 
@@ -146,7 +149,7 @@ def _ollama_chat(stand: Stand) -> Route:
             lines.append(_ollama_line({"tool_calls": [call]}))
         else:
             lines += [_ollama_line({"content": p}) for p in split(answer.text, 24)]
-        if stand.dropping():
+        if stand.dropping(body):
             return 200, "application/x-ndjson", lines[:1]
         tail = {**OLLAMA_DONE, "prompt_eval_count": used, "eval_count": 40}
         lines.append(_ollama_line({}, done=True, tail=tail))
@@ -202,7 +205,7 @@ def _ollama_v1_chat(stand: Stand) -> Route:
         else:
             events += [_ollama_v1_chunk({"content": p}) for p in split(answer.text, 24)]
             events.append(_ollama_v1_chunk({"content": ""}, "stop"))
-        if stand.dropping():
+        if stand.dropping(body):
             return 200, "text/event-stream", sse(*events[:1], done=False)
         usage = {"prompt_tokens": used, "completion_tokens": 40, "total_tokens": used + 40}
         events.append(
@@ -335,7 +338,7 @@ def _lmstudio_chat(stand: Stand) -> Route:
             )
             return json_reply(400, {"error": message})
         events = _chat_events(answer_for(seen), _lms_delta, "reasoning", stand.answers)
-        if stand.dropping():
+        if stand.dropping(body):
             return 200, "text/event-stream", sse(*events[:2], done=False)
         return 200, "text/event-stream", sse(*events)
 
@@ -382,7 +385,7 @@ def _llama_chat(stand: Stand) -> Route:
         counts = {"completion_tokens": 40, "prompt_tokens": tokens, "total_tokens": tokens + 40}
         usage = ',"usage":' + json.dumps(counts, separators=(",", ":"))
         events[-1] = _llama_chunk(_last_choice(events[-1]), usage)
-        if stand.dropping():
+        if stand.dropping(body):
             return 200, "text/event-stream", sse(*events[:2], done=False)
         return 200, "text/event-stream", sse(*events)
 
@@ -439,7 +442,7 @@ def _vllm_completions(stand: Stand) -> Route:
         else:
             texts += ["final", "<|message|>", *split(answer.text, 24)]
         events = [_vllm_text(t) for t in texts]
-        if stand.dropping():
+        if stand.dropping(body):
             return 200, "text/event-stream", sse(*events[:3], done=False)
         events.append(_vllm_text("", "stop"))
         usage = {"prompt_tokens": tokens, "total_tokens": tokens + 40, "completion_tokens": 40}
