@@ -7,6 +7,7 @@ one retry, asks again once when a stream is dropped, and the person's request is
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -102,7 +103,7 @@ def test_a_dropped_stream_is_asked_again(
     assert "lmc asks again from the same prompt" in out
     # The retry is the same prompt: two requests in a row are alike, once.
     bodies = record.bodies(endpoint)
-    assert sum(a == b for a, b in zip(bodies, bodies[1:], strict=False)) == 1
+    assert sum(a == b for a, b in itertools.pairwise(bodies)) == 1
 
 
 @pytest.mark.parametrize("kind", ["llama.cpp", "vllm", "lmstudio"])
@@ -137,3 +138,14 @@ def test_without_num_ctx_ollama_cuts_the_request_away(
         result = _run(lmc_env, record.root)
     assert stand.lost >= 1 and stand.cuts
     assert LOST in result.stdout
+
+
+@pytest.mark.parametrize(("kind", "extra", "endpoint", "source"), SERVERS)
+def test_doctor_says_the_served_context_and_its_source(
+    lmc_env: dict[str, str], kind: str, extra: list[str], endpoint: str, source: str
+) -> None:
+    with stand_in(kind) as (record, _stand):
+        flags = ["doctor", "--api-base", record.root, *extra]
+        result = CliRunner().invoke(app, flags, env=lmc_env, catch_exceptions=False)
+    line = next(x for x in result.stdout.splitlines() if x.strip()[2:].startswith("context"))
+    assert " tokens (" + source in line, result.stdout
