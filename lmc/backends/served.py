@@ -109,10 +109,11 @@ class Calibration:
     #: far from lmc's estimate): said, never learnt from.
     CUT_SHARE: Final = 0.7
     #: A prompt that grew by this many tokens since the last one while the server's count
-    #: grew by less than this share of it was cut too (Ollama keeps what fits, so its count
+    #: grew by less than a third of it was cut too (Ollama keeps what fits, so its count
     #: stalls at its context while the conversation grows).
     MIN_GROWTH: Final = 64
-    GROWTH_SHARE: Final = 0.3
+    #: Below this share, a count is of the tokens the server's cache did not hold.
+    CACHED_SHARE: Final = 0.5
 
     def __init__(self) -> None:
         self.ratio = 1.0
@@ -131,16 +132,15 @@ class Calibration:
 
     def observe(self, estimate: int, actual: int) -> None:
         """``estimate``: the raw estimate of the prompt sent; ``actual``: the server's count."""
-        if actual <= 0:
+        expected = estimate * self.ratio
+        if estimate < self.MIN_SAMPLE or actual < expected * self.CACHED_SHARE:
+            # Too small to say anything, or a count of only what the server's cache did not
+            # hold (some Ollama versions count so): neither a lesson nor a cut.
             return
         last, self._last = self._last, (estimate, actual)
-        if estimate < self.MIN_SAMPLE:
-            return
-        expected = estimate * self.ratio
         grown = (estimate - last[0]) * self.ratio
-        if actual < expected * self.CUT_SHARE or (
-            grown >= self.MIN_GROWTH and actual - last[1] < grown * self.GROWTH_SHARE
-        ):
+        stalled = last[1] and grown >= self.MIN_GROWTH and actual - last[1] < grown * 0.3
+        if actual < expected * self.CUT_SHARE or stalled:
             self.cut = (actual, math.ceil(expected))
             return
         ratio = min(max((self.ratio + actual / estimate) / 2, 0.8), 2.0)

@@ -257,9 +257,18 @@ def test_a_count_far_below_or_stalled_is_a_cut_not_a_lesson() -> None:
     calibration = Calibration()
     calibration.observe(3000, 3100)
     ratio = calibration.ratio
-    calibration.observe(4000, 1500)  # far below: the server cut the prompt
-    assert calibration.cut is not None and calibration.cut[0] == 1500
+    calibration.observe(4000, 2500)  # far below: the server cut the prompt
+    assert calibration.cut is not None and calibration.cut[0] == 2500
     assert calibration.ratio == ratio
     calibration.cut = None
-    calibration.observe(4300, 1520)  # grew by 300, the count by 20: cut again
+    calibration.observe(4300, 2520)  # grew by 300, the count by 20: cut again
     assert calibration.cut is not None and calibration.ratio == ratio
+
+
+def test_a_count_of_only_what_the_cache_missed_is_ignored() -> None:
+    """Some Ollama versions count only the tokens their cache did not hold (ollama/ollama
+    #3427, #5370; PR #16428 put the cached ones back)."""
+    calibration = Calibration()
+    calibration.observe(3000, 3100)
+    calibration.observe(3300, 169)
+    assert calibration.cut is None and calibration.revision == 1
