@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: The context assumed for a server until it is read from the server itself
-#: (:func:`lmc.backends.served.apply_served`): gpt-oss's trained context.
+#: (:func:`lmc.backends.server.apply_served`): gpt-oss's trained context.
 SERVER_CONTEXT = 131_072
 
 

@@ -29,12 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from lmc.backends._http import key_source, make_client, split_base
-from lmc.errors import LmcError
 
 if TYPE_CHECKING:
     import httpx
 
-    from lmc.backends.base import Backend, BackendConfig
+    from lmc.backends.base import BackendConfig
 
 __all__ = [
     "OLLAMA_DEFAULT",
@@ -42,7 +41,6 @@ __all__ = [
     "Calibration",
     "NumCtx",
     "Served",
-    "apply_served",
     "read_served",
 ]
 
@@ -283,27 +281,3 @@ def read_served(config: BackendConfig, dialect: str) -> Served:
     if found is not None:
         return found
     return Served(TRAINED, "gpt-oss's trained context, assumed: the server does not say")
-
-
-def apply_served(backend: Backend, config: BackendConfig) -> Served | None:
-    """Set ``backend.context_size`` to what the server serves (``--context`` wins); the
-    reading, or None when the server could not be read."""
-    try:
-        served = read_served(config, backend.dialect)
-    except LmcError:
-        return None
-    backend.cuts_silently = served.source.startswith("Ollama") or served.sized_by_lmc
-    if config.context_size is None:
-        backend.context_size, backend.context_reason = served.size, served.reason
-    elif backend.cuts_silently and not served.sized_by_lmc and served.size < config.context_size:
-        # Ollama's /v1 cuts a longer prompt in silence: the person's size cannot hold there.
-        backend.context_size = served.size
-        backend.context_reason = (
-            f"{served.reason}: --context {config.context_size:,} is more than Ollama serves "
-            "here, and it cuts a longer prompt without a word"
-        )
-    from lmc.backends.ollama import OllamaBackend
-
-    if served.sized_by_lmc and isinstance(backend, OllamaBackend):
-        backend.num_ctx = NumCtx(backend.context_size)
-    return served

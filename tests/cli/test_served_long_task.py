@@ -122,7 +122,7 @@ def test_without_num_ctx_ollama_cuts_the_request_away(
     """The stand-in does what Ollama does: with lmc's protection off (no num_ctx, the
     assumed 131,072 tokens), the person's request is cut from the prompt in silence and the
     model says it lost the task, as the issue saw on today's main."""
-    from lmc.backends import served
+    from lmc.backends import server
     from lmc.backends.ollama import OllamaBackend
 
     plain = OllamaBackend.body
@@ -133,7 +133,7 @@ def test_without_num_ctx_ollama_cuts_the_request_away(
         return body
 
     monkeypatch.setattr(OllamaBackend, "body", without_num_ctx)
-    monkeypatch.setattr(served, "apply_served", lambda backend, config: None)
+    monkeypatch.setattr(server, "apply_served", lambda backend, config: None)
     with stand_in("ollama") as (record, stand):
         result = _run(lmc_env, record.root)
     assert stand.lost >= 1 and stand.cuts
