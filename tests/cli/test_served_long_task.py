@@ -116,6 +116,21 @@ def test_a_context_too_small_for_any_prompt_is_one_line(lmc_env: dict[str, str],
     assert "context" in text.splitlines()[-1]
 
 
+@pytest.mark.parametrize("kind", ["llama.cpp", "vllm", "lmstudio"])
+def test_a_second_refusal_is_one_line_naming_the_context(
+    lmc_env: dict[str, str], kind: str
+) -> None:
+    """A server whose tokenizer counts five times lmc's estimate refuses the shortened prompt
+    too: the turn stops with one line naming the context and --context."""
+    with stand_in(kind, Stand(scale=5.0)) as (record, stand):
+        result = _run(lmc_env, record.root)
+    assert stand.refused == 2
+    assert result.exit_code != 0
+    assert "Traceback" not in result.stdout + result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "does not fit the server's context (4,096 tokens)" in last and "--context" in last
+
+
 def test_without_num_ctx_ollama_cuts_the_request_away(
     lmc_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -84,6 +84,8 @@ class Stand:
     loaded: int | None = None
     #: The Nth streamed answer (1-based) is cut off mid-stream, once.
     drop_at: int | None = None
+    #: The server's tokens per stand-in token (a tokenizer far from lmc's estimate).
+    scale: float = 1.0
     answers: int = 0
     record: Recorded | None = None
 
@@ -329,6 +331,7 @@ def _lmstudio_chat(stand: Stand) -> Route:
         assert body is not None
         stand.loaded = stand.context  # JIT loading: at its default context
         tokens, seen = _chat_tokens(body)
+        tokens = int(tokens * stand.scale)
         if tokens >= stand.context:
             stand.refused += 1
             message = (
@@ -370,6 +373,7 @@ def _llama_chat(stand: Stand) -> Route:
     def route(body: dict[str, Any] | None) -> Reply:
         assert body is not None
         tokens, seen = _chat_tokens(body)
+        tokens = int(tokens * stand.scale)
         if tokens >= stand.context:
             stand.refused += 1
             error = {
@@ -424,7 +428,7 @@ def _vllm_completions(stand: Stand) -> Route:
         if not body or not body.get("stream"):
             return vllm_raw(body)  # lmc's one-token probe
         prompt = str(body.get("prompt") or "")
-        tokens = server_tokens(prompt)
+        tokens = int(server_tokens(prompt) * stand.scale)
         if tokens >= stand.context:
             stand.refused += 1
             message = (
