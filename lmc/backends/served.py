@@ -156,6 +156,8 @@ class _Reader:
         assert config.api_base is not None
         self.root, self.v1 = split_base(config.api_base)
         key, _ = key_source(config)
+        #: Loading a model takes as long as a request may (reading takes a moment).
+        self.load_timeout = config.timeout
         self.client: httpx.Client = make_client(
             replace(config, timeout=min(config.timeout, _PROBE_TIMEOUT)), key
         )
@@ -163,14 +165,19 @@ class _Reader:
     def get(self, path: str) -> Any:
         return self._json("GET", path, None)
 
-    def post(self, path: str, body: dict[str, Any]) -> Any:
-        return self._json("POST", path, body)
+    def post(self, path: str, body: dict[str, Any], timeout: float | None = None) -> Any:
+        return self._json("POST", path, body, timeout)
 
-    def _json(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
+    def _json(
+        self, method: str, url: str, body: dict[str, Any] | None, timeout: float | None = None
+    ) -> Any:
         import httpx
 
         try:
-            response = self.client.request(method, url, json=body)
+            if timeout is not None:
+                response = self.client.request(method, url, json=body, timeout=timeout)
+            else:
+                response = self.client.request(method, url, json=body)
             return response.json() if response.status_code < 400 else None
         except (httpx.HTTPError, ValueError):
             return None
@@ -215,7 +222,8 @@ def _ollama(reader: _Reader, model: str | None, native: bool, cap: int | None) -
         return Served(TRAINED, source, sized_by_lmc=True)
     loaded = _ollama_loaded(reader, model)
     if not loaded:  # an empty /api/generate loads the model as /v1 will use it
-        reader.post(f"{reader.root}/api/generate", {"model": model or ""})
+        load = {"model": model or "", "stream": False}
+        reader.post(f"{reader.root}/api/generate", load, reader.load_timeout)
         loaded = _ollama_loaded(reader, model)
     if loaded:
         return Served(loaded, "Ollama /api/ps", trained)
