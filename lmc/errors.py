@@ -11,6 +11,8 @@ boundary that calls them, with ``raise ... from exc``.
     │   ├── ModelNotFoundError    no model file, or it could not be downloaded
     │   ├── ContextOverflowError  the prompt does not fit the model's context
     │   └── ServerError           an OpenAI-compatible server failed (connection, HTTP, SSE)
+    │       ├── ServedContextOverflow  the server refused a prompt longer than its context
+    │       └── StreamDroppedError     the server closed the stream before the answer ended
     ├── ComputerError         a kernel could not be started or driven
     ├── ConfigError           bad configuration (file, profile, environment, flag)
     │   └── SandboxUnavailableError  a sandbox was asked for and no working tool is here
@@ -38,9 +40,11 @@ __all__ = [
     "MissingExtraError",
     "ModelNotFoundError",
     "SandboxUnavailableError",
+    "ServedContextOverflow",
     "ServerError",
     "SpeechModelNotFoundError",
     "StorageError",
+    "StreamDroppedError",
     "VoiceError",
     "WorkspaceError",
 ]
@@ -95,6 +99,30 @@ class ContextOverflowError(BackendError):
 
 class ServerError(BackendError):
     """An OpenAI-compatible HTTP server could not be reached or answered badly."""
+
+
+class ServedContextOverflow(ServerError, ContextOverflowError):
+    """The server answered that the prompt does not fit its context (HTTP 400 and the like).
+
+    ``context_size`` is the context the server named (0: it named none), ``prompt_tokens``
+    the prompt's size as it counted it (0: not said).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        prompt_tokens: int = 0,
+        context_size: int = 0,
+        hint: str | None = None,
+    ) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.context_size = context_size
+        LmcError.__init__(self, message, hint=hint)
+
+
+class StreamDroppedError(ServerError):
+    """The server (or a proxy) closed the stream before the answer ended."""
 
 
 class ComputerError(LmcError):

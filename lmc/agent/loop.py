@@ -30,6 +30,7 @@ from lmc.agent.run_output import (
     output_message,
 )
 from lmc.agent.sampling import Outcome, Sampler
+from lmc.agent.served_retry import sample_served
 from lmc.agent.tool_calls import TOOL_DECLINED, ExternalTools, run_tool_call
 from lmc.agent.tools import DECLINED, ToolCallError, ToolTarget, code_from_call, resolve_call
 from lmc.backends.base import Backend, Generation, SamplingSettings, StopReason
@@ -207,7 +208,9 @@ class Loop:
             prompt = yield from self._prompt()
             if prompt is None:
                 return
-            outcome = yield from self._sample(prompt)
+            outcome = yield from sample_served(self, prompt)  # a server's refusal: retried
+            if outcome is None:
+                return
             if outcome.call is None:
                 yield from self._stopped(outcome)
                 return

@@ -17,7 +17,6 @@ drops the waiting calls.
 
 from __future__ import annotations
 
-import math
 import threading
 from abc import abstractmethod
 from collections.abc import Iterator, Sequence
@@ -36,6 +35,7 @@ from lmc.backends.base import (
     StreamGeneration,
 )
 from lmc.backends.openai_server import server_context
+from lmc.backends.served import Calibration
 from lmc.errors import ServerError
 
 if TYPE_CHECKING:
@@ -88,6 +88,8 @@ class ChatLikeBackend(Backend):
         #: stand for the next waiting call to be its answer.
         self._asked: tuple[str, int, bool] = ("", 0, False)
         self._expected: tuple[str, int, bool] | None = None
+        #: lmc's token estimate, corrected by the server's counts.
+        self.calibration = Calibration()
 
     @abstractmethod
     def endpoint(self, api_base: str) -> str:
@@ -119,7 +121,7 @@ class ChatLikeBackend(Backend):
         self.waiting, self._expected, self._asked = [], None, place
         body = self.body(read, settings)
         generation = StreamGeneration(0)
-        generation.run = self._run(generation, body, cancel)
+        generation.run = self._run(generation, body, cancel, Calibration.raw(prompt))
         return generation
 
     def write_calls(
@@ -154,7 +156,11 @@ class ChatLikeBackend(Backend):
         return generation
 
     def _run(
-        self, generation: Generation, body: dict[str, Any], cancel: threading.Event | None
+        self,
+        generation: Generation,
+        body: dict[str, Any],
+        cancel: threading.Event | None,
+        estimate: int,
     ) -> Iterator[Piece]:
         with (
             server_errors(self.url, self._timeout, self._key_from),
@@ -164,13 +170,15 @@ class ChatLikeBackend(Backend):
                 response.read()  # the error message is in the body
                 response.raise_for_status()
             yield from self.stream(response, generation, cancel)
+        self.calibration.observe(estimate, generation.prompt_tokens)
 
     def seed(self, settings: SamplingSettings) -> int | None:
         return settings.seed if settings.seed is not None else self.config.seed
 
     def count_tokens(self, text: str) -> int:
-        """An estimate (about 4 bytes a token for o200k): servers tokenize differently."""
-        return math.ceil(len(text.encode("utf-8")) / 4)
+        """An estimate (about 4 bytes a token for o200k, corrected by the server's counts):
+        servers tokenize differently."""
+        return self.calibration.count(text)
 
     def close(self) -> None:
         self._client.close()

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from lmc.errors import ConfigError, ServerError
+from lmc.errors import ConfigError, ServedContextOverflow, ServerError, StreamDroppedError
 
 if TYPE_CHECKING:
     import httpx
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ServerAnswer",
+    "StreamCut",
     "checked_url",
     "key_source",
     "make_client",
@@ -34,6 +35,10 @@ _CONNECT_TIMEOUT = 10.0
 
 class ServerAnswer(Exception):
     """Raised inside the mapping block for an answer that is not what the API promises."""
+
+
+class StreamCut(ServerAnswer):
+    """The stream ended before the server's end of answer (``[DONE]``, ``done``, a finish)."""
 
 
 @contextmanager
@@ -54,15 +59,47 @@ def server_errors(url: str, timeout: float, key_from: str | None = None) -> Iter
         status = exc.response.status_code
         if status in (401, 403):
             raise ServerError(_refused(url, status, key_from)) from exc
-        raise ServerError(
-            f"{url} answered HTTP {exc.response.status_code}: {_error_text(exc.response)}"
+        text = f"{url} answered HTTP {exc.response.status_code}: {_error_text(exc.response)}"
+        _raise_overflow(text, _json_body(exc.response))
+        raise ServerError(text) from exc
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        raise StreamDroppedError(
+            f"{url} closed the connection before the answer ended: {_reason(exc)}"
         ) from exc
     except httpx.HTTPError as exc:
         raise ServerError(f"the connection to {url} failed: {_reason(exc)}") from exc
     except json.JSONDecodeError as exc:
         raise ServerError(f"{url} sent a malformed event (not JSON): {exc.doc[:80]!r}") from exc
+    except StreamCut as exc:
+        raise StreamDroppedError(f"{url} {exc}") from exc
     except ServerAnswer as exc:
+        _raise_overflow(f"{url} {exc}", None)
         raise ServerError(f"{url} {exc}") from exc
+
+
+def _raise_overflow(text: str, body: Any) -> None:
+    """A ServedContextOverflow when the server's error says the prompt does not fit."""
+    from lmc.backends._overflow import overflow_in
+
+    found = overflow_in(text, body)
+    if found is None:
+        return
+    prompt, context = found
+    said = f"{context:,} tokens" if context else "a size it did not say"
+    raise ServedContextOverflow(
+        text,
+        prompt_tokens=prompt,
+        context_size=context,
+        hint=f"The server's context is {said}: load the model there with a larger context, "
+        "or give lmc --context with the size it serves.",
+    )
+
+
+def _json_body(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except Exception:
+        return None
 
 
 def _reason(exc: BaseException) -> str:

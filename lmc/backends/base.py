@@ -142,6 +142,9 @@ class Backend(ABC):
     context_size: int
     #: Why it has that size, in one line (shown by ``lmc doctor``, ``--verbose``, ``%tokens``).
     context_reason: str = ""
+    #: The server cuts an over-long prompt without a word (Ollama): a count far below the
+    #: estimate is said (:mod:`lmc.agent.served_retry`).
+    cuts_silently: bool = False
     #: How it talks to its model ("in-process", "completions", "chat", ...), and why.
     dialect: str = "in-process"
     dialect_reason: str = ""

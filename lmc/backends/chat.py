@@ -24,7 +24,7 @@ from lmc.backends._dialogue import (
     stop_after_answer,
     tool_payload,
 )
-from lmc.backends._http import ServerAnswer, json_object, split_base, sse_data
+from lmc.backends._http import ServerAnswer, StreamCut, json_object, split_base, sse_data
 from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
 from lmc.backends.openai_server import count_usage
 
@@ -174,13 +174,14 @@ class ChatBackend(ChatLikeBackend):
         writer = HarmonyWriter()
         calls = _Calls()
         finish: str | None = None
-        events = 0
+        events, done = 0, False
         for data in sse_data(response):
             if cancel is not None and cancel.is_set():
                 generation.stop_reason = StopReason.CANCELLED
                 return
             events += 1
             if data == "[DONE]":
+                done = True
                 break
             event = json_object(data)
             if isinstance(event.get("usage"), dict):
@@ -198,6 +199,8 @@ class ChatBackend(ChatLikeBackend):
             yield from self._delta(delta, writer, calls)
         if events == 0:
             raise ServerAnswer("closed the stream without sending any event")
+        if not done and finish is None:
+            raise StreamCut("closed the stream before the answer ended (no finish, no [DONE])")
         yield from self._end(writer, calls, finish, generation)
 
     def _delta(

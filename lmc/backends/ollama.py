@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from lmc.backends._chatlike import ChatLikeBackend, ServerCall
 from lmc.backends._dialogue import HarmonyWriter, Prompt, tool_payload
-from lmc.backends._http import ServerAnswer, json_object, split_base
-from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
+from lmc.backends._http import ServerAnswer, StreamCut, json_object, split_base
+from lmc.backends.base import BackendConfig, Generation, Piece, SamplingSettings, StopReason
+from lmc.backends.served import ANSWER_ROOM, NumCtx
 
 if TYPE_CHECKING:
     import httpx
@@ -35,15 +36,39 @@ def _arguments_object(text: str) -> dict[str, Any]:
 
 
 class OllamaBackend(ChatLikeBackend):
-    """gpt-oss in Ollama, through ``/api/chat``."""
+    """gpt-oss in Ollama, through ``/api/chat``.
+
+    Every request names ``options.num_ctx``: Ollama otherwise runs the model at its own
+    default (4,096 tokens on most machines) and drops the oldest messages of a longer prompt
+    without a word. :class:`lmc.backends.served.NumCtx` sizes it to the conversation.
+    """
 
     dialect = "ollama"
+
+    def __init__(self, config: BackendConfig) -> None:
+        super().__init__(config)
+        self.num_ctx = NumCtx(self.context_size)
+        self._need = 0
+
+    def generate(
+        self,
+        prompt: str,
+        settings: SamplingSettings | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation:
+        answer = (settings.max_tokens if settings else None) or ANSWER_ROOM
+        self._need = self.count_tokens(prompt) + answer
+        return super().generate(prompt, settings, cancel)
 
     def endpoint(self, api_base: str) -> str:
         return f"{split_base(api_base)[0]}/api/chat"
 
     def body(self, prompt: Prompt, settings: SamplingSettings) -> dict[str, Any]:
-        options: dict[str, Any] = {"temperature": settings.temperature, "top_p": settings.top_p}
+        options: dict[str, Any] = {
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+            "num_ctx": self.num_ctx.size_for(self._need),
+        }
         if settings.max_tokens is not None:
             options["num_predict"] = settings.max_tokens
         if (seed := self.seed(settings)) is not None:
@@ -125,6 +150,8 @@ class OllamaBackend(ChatLikeBackend):
                 break
         if lines == 0:
             raise ServerAnswer("closed the stream without sending anything")
+        if done_reason is None:
+            raise StreamCut("closed the stream before the answer ended (no line with done)")
         if calls:
             yield from self.write_calls(writer, calls, generation)
             return

@@ -21,13 +21,13 @@ Every foreign error (httpx, JSON, a server's error answer) becomes a
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lmc.backends._http import (
     ServerAnswer,
+    StreamCut,
     checked_url,
     key_source,
     make_client,
@@ -44,6 +44,7 @@ from lmc.backends.base import (
     StopReason,
     StreamGeneration,
 )
+from lmc.backends.served import Calibration
 from lmc.errors import ServerError
 from lmc.harmony import tokens
 from lmc.harmony.events import MessageEnded, MessageStarted
@@ -56,7 +57,8 @@ __all__ = [
     "server_context",
 ]
 
-#: The context assumed for a server when none is given: gpt-oss's trained context.
+#: The context assumed for a server until it is read from the server itself
+#: (:func:`lmc.backends.server.apply_served`): gpt-oss's trained context.
 SERVER_CONTEXT = 131_072
 
 
@@ -97,6 +99,8 @@ class OpenAIServerBackend(Backend):
         key, self._key_from = key_source(config)
         self._timeout = config.timeout
         self._client = make_client(config, key)
+        #: lmc's token estimate, corrected by the server's counts.
+        self.calibration = Calibration()
 
     def generate(
         self,
@@ -125,8 +129,9 @@ class OpenAIServerBackend(Backend):
         return generation
 
     def count_tokens(self, text: str) -> int:
-        """An estimate (about 4 bytes a token for o200k): servers tokenize differently."""
-        return math.ceil(len(text.encode("utf-8")) / 4)
+        """An estimate (about 4 bytes a token for o200k, corrected by the server's counts):
+        servers tokenize differently."""
+        return self.calibration.count(text)
 
     def close(self) -> None:
         self._client.close()
@@ -150,6 +155,7 @@ class OpenAIServerBackend(Backend):
                 response.raise_for_status()
             yield from run.consume(sse_data(response), cancel)
         yield from run.finish()
+        self.calibration.observe(Calibration.raw(prompt), generation.prompt_tokens)
 
 
 class _CompletionRun:
@@ -174,12 +180,14 @@ class _CompletionRun:
                 return
             seen += 1
             if data == "[DONE]":
-                break
+                return
             yield from self._event(json.loads(data))
             if self.reason is not None:
                 return
         if seen == 0:
             raise ServerAnswer("closed the stream without sending any event")
+        if self.finish_reason is None:
+            raise StreamCut("closed the stream before the answer ended (no finish, no [DONE])")
 
     def _event(self, event: Any) -> Iterator[Piece]:
         text, event_finish, usage = _completion_event(event)

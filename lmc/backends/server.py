@@ -1,11 +1,18 @@
-"""The transport for a server, in the dialect :mod:`lmc.backends.detect` finds."""
+"""The transport for a server, in the dialect :mod:`lmc.backends.detect` finds, working
+against the context the server serves (:mod:`lmc.backends.served`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lmc.backends.base import Backend, BackendConfig
 from lmc.backends.detect import detect
+from lmc.errors import LmcError
 
-__all__ = ["open_server_backend"]
+if TYPE_CHECKING:
+    from lmc.backends.served import Served
+
+__all__ = ["apply_served", "open_server_backend"]
 
 
 def open_server_backend(config: BackendConfig) -> Backend:
@@ -32,4 +39,32 @@ def open_server_backend(config: BackendConfig) -> Backend:
 
         backend = OllamaBackend(found.config)
     backend.dialect_reason = found.reason
+    apply_served(backend, found.config)
     return backend
+
+
+def apply_served(backend: Backend, config: BackendConfig) -> Served | None:
+    """Set ``backend.context_size`` to what the server serves (``--context`` wins); the
+    reading, or None when the server could not be read."""
+    from lmc.backends.served import read_served
+
+    try:
+        served = read_served(config, backend.dialect)
+    except LmcError:
+        return None
+    backend.cuts_silently = served.source.startswith("Ollama") or served.sized_by_lmc
+    if config.context_size is None:
+        backend.context_size, backend.context_reason = served.size, served.reason
+    elif backend.cuts_silently and not served.sized_by_lmc and served.size < config.context_size:
+        # Ollama's /v1 cuts a longer prompt in silence: the person's size cannot hold there.
+        backend.context_size = served.size
+        backend.context_reason = (
+            f"{served.reason}: --context {config.context_size:,} is more than Ollama serves "
+            "here, and it cuts a longer prompt without a word"
+        )
+    from lmc.backends.ollama import OllamaBackend
+    from lmc.backends.served import NumCtx
+
+    if served.sized_by_lmc and isinstance(backend, OllamaBackend):
+        backend.num_ctx = NumCtx(backend.context_size)
+    return served

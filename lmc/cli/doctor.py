@@ -175,6 +175,7 @@ def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """The server, the dialect lmc speaks with it and why, and the model it asks for."""
     from lmc.backends.base import BackendConfig
     from lmc.backends.detect import detect
+    from lmc.cli.served_context import served_context_row
 
     config = BackendConfig(
         model=settings.model,
@@ -191,6 +192,7 @@ def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
         ("server", True, str(found.config.api_base)),
         ("dialect", True, f"{found.dialect}: {found.reason}"),
         ("model", True, found.config.model or "the server's default (it lists no models)"),
+        served_context_row(found, settings.context_size),
     ]
 
 
