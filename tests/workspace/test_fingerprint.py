@@ -35,6 +35,16 @@ def test_an_unchanged_tree_has_the_same_fingerprint(tree: Path) -> None:
     assert taken(tree).same_as(taken(tree))
 
 
+def retarget_link(root: Path) -> None:
+    (root / "link").unlink()
+    (root / "link").symlink_to("x")
+
+
+def swap_file_for_link(root: Path) -> None:
+    (root / "src" / "a.py").unlink()
+    (root / "src" / "a.py").symlink_to("/etc/passwd")
+
+
 CHANGES: dict[str, Callable[[Path], object]] = {
     "a new file": lambda root: (root / "src" / "b.py").write_text(""),
     "a longer file": lambda root: (root / "notes.txt").write_text("alpha\nbeta\n"),
@@ -42,11 +52,8 @@ CHANGES: dict[str, Callable[[Path], object]] = {
     "a rename": lambda root: (root / "src" / "a.py").rename(root / "src" / "c.py"),
     "a deletion": lambda root: (root / "notes.txt").unlink(),
     "an empty folder": lambda root: (root / "empty").mkdir(),
-    "a link's target": lambda root: ((root / "link").unlink(), (root / "link").symlink_to("x")),
-    "a file swapped for a link": lambda root: (
-        (root / "src" / "a.py").unlink(),
-        (root / "src" / "a.py").symlink_to("/etc/passwd"),
-    ),
+    "a link's target": retarget_link,
+    "a file swapped for a link": swap_file_for_link,
 }
 
 
