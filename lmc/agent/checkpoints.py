@@ -13,6 +13,7 @@ rather than overwrite that work. Kernel state (variables, imports, processes) ca
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,6 +100,7 @@ class Checkpointer:
         self.disabled: str | None = None  # why checkpoints are off (said once)
         self._repo_lock = threading.Lock()
         self._told = False
+        self._prepared: threading.Thread | None = None
 
     def repo(self) -> ShadowRepo:
         workdir = self._workdir().resolve()
@@ -118,8 +120,26 @@ class Checkpointer:
             f"Checkpoints are off for this session: {exc}{hint}. %undo can still remove messages."
         )
 
+    def prepare(self) -> None:
+        """A block is on its way (the model began writing it): its "before" snapshot is
+        taken now, in the background, while the model writes and the kernel connects.
+        :meth:`before_block` then only checks that nothing changed since (a stat walk)."""
+        if self.disabled is not None or self._prepared is not None:
+            return
+        self._prepared = threading.Thread(
+            target=self._snapshot_quietly, name="lmc-checkpoint", daemon=True
+        )
+        self._prepared.start()
+
+    def _snapshot_quietly(self) -> None:
+        with contextlib.suppress(WorkspaceError):
+            self.repo().snapshot()  # a failure is said by before_block's own snapshot
+
     def before_block(self) -> str | None:
         """Snapshot before a block runs; returns a note for the person when that fails."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            prepared.join()
         if self.disabled is not None:
             return None
         try:

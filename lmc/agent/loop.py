@@ -311,9 +311,13 @@ class Loop:
 
     def _warm_kernel(self, chunks: list[Chunk]) -> None:
         """A code block began: its kernel gets ready while the model writes the code (a
-        prestarted kernel connects only then; see :meth:`lmc.computer.Computer.start`)."""
+        prestarted kernel connects only then; see :meth:`lmc.computer.Computer.start`),
+        and the working directory's checkpoint is taken meanwhile."""
         for chunk in chunks:
             if chunk["type"] == "code" and chunk.get("start") and chunk.get("format"):
+                prepare = getattr(self.block_hooks, "prepare", None)  # the checkpoint, too
+                if prepare is not None:
+                    prepare()
                 start = getattr(self._computer(), "start", None)  # a computer of the tests'
                 if start is not None:
                     start(str(chunk["format"]))

@@ -30,6 +30,7 @@ from typing import Final
 
 from lmc.errors import WorkspaceError
 from lmc.paths import data_dir, private_dir
+from lmc.workspace.fingerprint import Fingerprint, tree_fingerprint
 from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
 
 __all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_FILE_BYTES", "ShadowRepo", "Snapshot"]
@@ -106,6 +107,7 @@ class ShadowRepo:
         self._ready = False
         self._init_lock = threading.Lock()
         self._last: tuple[str, str, Snapshot] | None = None  # (tree, modes json, snapshot)
+        self._seen: Fingerprint | None = None  # the working directory when _last was taken
 
     # -- git ---------------------------------------------------------------------------------
 
@@ -187,6 +189,9 @@ class ShadowRepo:
     def snapshot(self) -> Snapshot:
         """Record the working directory's files now; the same state gives the same commit."""
         with self._locked():
+            seen = tree_fingerprint(self.workdir, self._own)
+            if seen is not None and self._last is not None and seen.same_as(self._seen):
+                return self._last[2]  # not a file changed since: the last snapshot stands
             listing = self._list()
             self._write_excludes()
             if listing.large:
@@ -200,12 +205,11 @@ class ShadowRepo:
             )  # fmt: skip
             tree = self.git("write-tree").decode().strip()
             modes = json.dumps(listing.modes, sort_keys=True)
-            if self._last is not None and self._last[:2] == (tree, modes):
-                return self._last[2]
-            commit = self._commit(tree, modes)
-            snap = Snapshot(commit, tree, tuple(listing.large))
-            self._last = (tree, modes, snap)
-            return snap
+            if self._last is None or self._last[:2] != (tree, modes):
+                commit = self._commit(tree, modes)
+                self._last = (tree, modes, Snapshot(commit, tree, tuple(listing.large)))
+            self._seen = seen
+            return self._last[2]
 
     def _commit(self, tree: str, modes: str) -> str:
         # Each snapshot's parent is the one before, so one ref keeps them all (git's own
@@ -338,7 +342,7 @@ class ShadowRepo:
             rechmod = {p for p in {*wanted, *had} if wanted.get(p) != had.get(p)}
             rechmod -= set(removed) - set(written)
             self._set_modes(wanted, [*written, *sorted(rechmod)])
-            self._last = None
+            self._last = self._seen = None
             return sorted({*removed, *written, *rechmod})
 
     def _remove(self, path: str) -> None:
