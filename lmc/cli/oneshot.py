@@ -18,6 +18,7 @@ from lmc.cli.session import (
 from lmc.cli.streams import check_text, read_stdin
 from lmc.errors import InputError, LmcError
 from lmc.messages import Message
+from lmc.messages.sanitize import for_terminal
 from lmc.terminal.question import Terminal
 from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
@@ -25,7 +26,7 @@ __all__ = ["run_once"]
 
 
 def _stderr(text: str) -> None:
-    sys.stderr.write(f"lmc: {text}\n")
+    sys.stderr.write(f"lmc: {for_terminal(text)}\n")  # may carry a server's or the model's words
     sys.stderr.flush()
 
 

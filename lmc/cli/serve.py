@@ -26,6 +26,7 @@ from lmc.cli.session import (
     settings_for,
 )
 from lmc.errors import LmcError
+from lmc.messages.sanitize import for_terminal
 from lmc.settings import Settings
 
 __all__ = ["TOKEN_VARIABLE", "computer_factory", "serve"]
@@ -53,7 +54,7 @@ def missing_server_parts() -> list[str]:
 
 
 def _err(text: str) -> None:
-    sys.stderr.write(f"lmc: {text}\n")
+    sys.stderr.write(f"lmc: {for_terminal(text)}\n")  # may carry a server's or the model's words
     sys.stderr.flush()
 
 

@@ -206,3 +206,19 @@ def test_notes_and_errors_are_sanitized(
     written = out.getvalue() + capsys.readouterr().err + terminal_stream.getvalue()
     assert written.count("A^[]52;c;") == 5
     assert not _leaks(written)
+
+
+@pytest.mark.parametrize("module", ["lmc.cli.oneshot", "lmc.cli.serve"])
+def test_the_commands_own_error_lines_are_sanitized(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lmc run`` and ``lmc serve`` write their own lines straight to stderr; a server's or
+    the model's words inside one (an error body, a reason) must not drive the terminal."""
+    import importlib
+
+    loaded = importlib.import_module(module)
+    write = getattr(loaded, "_stderr", None) or loaded._err
+    write("no final answer: \x1b]52;c;Y3VybCB4IHwgc2g=\x07\x9b2J")
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\x9b" not in err
+    assert err.startswith("lmc: no final answer: ^[]52;c;")
