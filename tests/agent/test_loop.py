@@ -408,6 +408,7 @@ def test_a_message_too_long_for_the_context_is_a_note_not_a_crash(
     interpreter, backend = make_interpreter([FINAL.format("ok")], context_size=4096)
     chunks = list(interpreter.chat("x " * 3000, stream=True, display=False))
     assert "no longer fits in the model's context" in said(chunks)
+    assert "--context N" in said(chunks)  # the way out is named
     assert backend.generations == []
 
 
