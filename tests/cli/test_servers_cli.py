@@ -103,6 +103,21 @@ def _check_the_result_went_back(server: str, dialect: str, body: dict[str, Any])
     assert tools["python"]["parameters"]["required"] == ["code"] and "shell" in tools
 
 
+def test_zero_sampling_flags_reach_the_server(lmc_env: dict[str, str]) -> None:
+    """``--temperature 0 --top-p 0 --seed 0`` are values, not flags left out (every dialect,
+    through the Interpreter: tests/agent/test_zero_values.py)."""
+    zeros = ["--temperature", "0", "--top-p", "0", "--seed", "0"]
+    with serving(SERVERS["ollama"]) as recorded:
+        result = _run(lmc_env, "run", "-y", *zeros, "--api-base", recorded.root, PROMPT)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    bodies = recorded.bodies("/api/chat")
+    assert len(bodies) >= 2
+    for body in bodies:
+        options = body["options"]
+        assert (options["temperature"], options["top_p"], options["seed"]) == (0, 0, 0)
+        assert options["seed"] is not False and type(options["seed"]) is int
+
+
 def test_a_key_protected_host_gets_the_key_and_a_refused_key_is_one_line(
     lmc_env: dict[str, str],
 ) -> None:
