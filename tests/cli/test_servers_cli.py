@@ -1,9 +1,9 @@
 """``lmc run -y "compute 6*7 with python"`` against every kind of server people run gpt-oss
 on: the tool call runs in a real kernel and the model's final answer is printed.
 
-The servers answer with the bytes the real ones send (see ``support.recorded_servers`` for
-the source of each shape); the raw path against llama.cpp's own server is tested in
-tests/backends/test_openai_server.py.
+The servers answer in the shapes the real ones send at a named version (see
+``support.recorded_servers`` for the source of each, captured or assembled); the raw path
+against llama.cpp's own server is tested in tests/backends/test_openai_server.py.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ def _run(env: dict[str, str], *args: str):  # type: ignore[no-untyped-def]
         ("lmstudio", "/v1", [], "chat"),
         ("vllm", "/v1", [], "completions"),
         ("vllm", "/v1", ["--api-style", "chat"], "chat"),
+        ("vllm-0.10", "/v1", ["--api-style", "chat"], "chat"),
+        ("ollama", "/v1", ["--api-style", "chat"], "chat"),
         ("vllm", "", ["--api-style", "responses"], "responses"),
         ("llama.cpp", "", ["--api-style", "chat"], "chat"),
     ],
@@ -87,17 +89,21 @@ def _check_the_result_went_back(server: str, dialect: str, body: dict[str, Any])
     tool = next(m for m in messages if m["role"] == "tool")
     assert tool["content"] == "42\n"
     call = assistant["tool_calls"][0]
-    if dialect == "ollama":
+    if server == "ollama" and dialect == "ollama":
         assert call["function"] == {"name": "python", "arguments": {"code": CODE}}
         assert tool["tool_name"] == "python" and assistant["thinking"] == REASONING
         assert body["think"] == "medium"
     else:
-        ids = {"vllm": "chatcmpl-tool-ca99dda515524c6abe47d1ea22813507", "lmstudio": "365174485",
-               "llama.cpp": "Xyz3KdXqv2WbGJ7rT1cZp8sLm4nQe9aF"}  # fmt: skip
+        vllm = "chatcmpl-tool-ca99dda515524c6abe47d1ea22813507"
+        ids = {"vllm": vllm, "vllm-0.10": vllm, "lmstudio": "365174485",
+               "llama.cpp": "Xyz3KdXqv2WbGJ7rT1cZp8sLm4nQe9aF",
+               "ollama": "call_ouqxt6uo"}  # fmt: skip
         assert call["id"] == tool["tool_call_id"] == ids[server]
         assert json.loads(call["function"]["arguments"]) == {"code": CODE}
-        field = "reasoning" if server == "lmstudio" else "reasoning_content"
-        assert assistant[field] == REASONING  # passed back under the server's own name
+        # Passed back under the server's own name (vLLM 0.11.1+ reads only "reasoning").
+        field = "reasoning_content" if server in ("llama.cpp", "vllm-0.10") else "reasoning"
+        assert assistant[field] == REASONING
+        assert len({"reasoning", "reasoning_content"} & set(assistant)) == 1
         assert body["reasoning_effort"] == "medium"
     tools = {t["function"]["name"]: t["function"] for t in body["tools"]}
     assert tools["python"]["parameters"]["required"] == ["code"] and "shell" in tools
