@@ -129,7 +129,10 @@ def test_active_line_is_highlighted_while_code_runs() -> None:
         renderer.feed(chunk)
     renderer.feed({"role": "computer", "type": "console", "start": True})
     renderer.feed({"role": "computer", "type": "console", "format": "active_line", "content": "2"})
-    time.sleep(0.3)
+    deadline = time.monotonic() + 60  # the live display redraws on its own thread: wait for it
+    while "48;5;239" not in out.getvalue():
+        assert time.monotonic() < deadline, "the live display never drew the active line"
+        time.sleep(0.01)
     during = out.getvalue()
     renderer.feed({"role": "computer", "type": "console", "format": "active_line", "content": None})
     renderer.feed({"role": "computer", "type": "console", "end": True})
