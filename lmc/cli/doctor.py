@@ -260,7 +260,9 @@ def gateway_lines(settings: Any) -> list[tuple[str, bool, str]]:
 def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     """Speech input is optional: these lines inform, they never fail the check."""
     if importlib.util.find_spec("faster_whisper") is None:
-        return [("faster-whisper", False, 'not installed: pip install "lmc[voice]"')]
+        from lmc.extras import install_hint
+
+        return [("faster-whisper", False, f"not installed: {install_hint('voice')}")]
     from lmc.voice.resolve import DEFAULT_STT_MODEL, HF_PREFIX, SIZE_NAMES
 
     spec = stt_model or DEFAULT_STT_MODEL

@@ -11,6 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lmc.cli.app import app
+from lmc.extras import install_hint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,5 +90,5 @@ def test_serve_without_the_server_extra_fails_before_any_url(lmc_env: dict[str, 
     assert done.stdout == ""  # no URL
     assert done.stderr == (
         "lmc: error: lmc serve needs the server extra (missing: websockets): "
-        'pip install "lmc[server]"\n'
+        f"{install_hint('server')}\n"
     )
