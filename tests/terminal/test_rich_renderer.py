@@ -298,3 +298,15 @@ def test_hidden_reasoning_is_a_live_status_line_then_a_one_line_summary() -> Non
     text = strip_ansi(out.getvalue())
     assert re.search(r"thought for \d+s \(%reasoning show shows it\)", text)
     assert "secret musings" not in text
+
+
+def test_link_urls_are_shown_as_text() -> None:
+    """Not only inside an OSC 8 escape, which a terminal without hyperlinks does not show (and
+    a link's text can name another place than its URL)."""
+    console, out = _console()
+    renderer = RichRenderer(console)
+    _say(renderer, "See [the docs](https://example.org/docs) or <https://a.example/b>.")
+    shown = strip_ansi(out.getvalue())
+    assert "the docs (https://example.org/docs)" in shown, shown
+    assert "or https://a.example/b." in shown and "(https://a.example/b)" not in shown  # once
+    assert "\x1b]8;" not in out.getvalue()
