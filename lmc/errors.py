@@ -66,7 +66,7 @@ class InterpreterClosedError(LmcError):
 
 
 class MissingExtraError(LmcError):
-    """An optional part of lmc (``pip install "lmc[NAME]"``) is used but not installed."""
+    """An optional part of lmc (``pip install "lmc-agent[NAME]"``) is used but not installed."""
 
 
 class MessageError(LmcError, ValueError):

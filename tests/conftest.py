@@ -32,6 +32,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # lmc itself, also when it is not installed
 
 
+from support.ci_skips import pytest_runtest_makereport  # noqa: E402,F401  (a hook: on CI a skip for a missing tool fails)
+
+
 def _load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None

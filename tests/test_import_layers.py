@@ -1,6 +1,7 @@
 """lmc's import graph, read from the source (ast): no circles, no arrow from a lower layer to a
-higher one. Every import counts, those inside functions and under ``if TYPE_CHECKING:`` too:
-a deferred import is still a dependency, only a later one."""
+higher one. Every import counts, those inside functions and under ``if TYPE_CHECKING:`` too,
+and ``importlib.import_module("lmc....")`` / ``__import__("lmc....")`` with a literal name:
+a deferred or dynamic import is still a dependency, only a later one."""
 
 from __future__ import annotations
 
@@ -41,9 +42,28 @@ def modules() -> dict[str, Path]:
     return found
 
 
+#: Functions that import the module their first argument names.
+DYNAMIC_IMPORTS = frozenset({"import_module", "__import__"})
+
+
+def _dynamic_target(node: ast.AST) -> str | None:
+    """The literal module name of ``importlib.import_module("x")``, ``import_module("x")``
+    (from importlib) or ``__import__("x")``."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    first = node.args[0]
+    if name in DYNAMIC_IMPORTS and isinstance(first, ast.Constant):
+        return first.value if isinstance(first.value, str) else None
+    return None
+
+
 def _targets(node: ast.AST, package: str, known: dict[str, Path]) -> Iterator[str]:
     names: list[str] = []
-    if isinstance(node, ast.Import):
+    if (dynamic := _dynamic_target(node)) is not None:
+        names = [dynamic]
+    elif isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     elif isinstance(node, ast.ImportFrom):
         base = node.module or ""
@@ -138,3 +158,17 @@ def test_the_graph_sees_deferred_and_type_checking_imports(tmp_path: Path) -> No
     assert "lmc.voice.extra" in graph["lmc.voice.audio"]  # imported inside a function
     assert "lmc.computer" in graph["lmc.agent.interpreter"]  # under TYPE_CHECKING
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset({"a", "b", "c"})]
+
+
+def test_the_graph_sees_dynamic_imports() -> None:
+    """``importlib.import_module`` and ``__import__`` with a literal name are arrows too."""
+    known = modules()
+    for source in (
+        "importlib.import_module('lmc.cli.app')",
+        "import_module('lmc.cli.app')",
+        "__import__('lmc.cli.app')",
+    ):
+        [call] = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
+        assert list(_targets(call, "lmc.backends", known)) == ["lmc.cli.app"], source
+    [call] = [n for n in ast.walk(ast.parse("import_module(name)")) if isinstance(n, ast.Call)]
+    assert list(_targets(call, "lmc.backends", known)) == []

@@ -3,9 +3,10 @@ server and hosted providers.
 
 lmc's tools go out as JSON-Schema functions, each call result as a ``tool`` message with its
 call's id. Servers name the reasoning differently and have changed it over time
-(``reasoning_content``: vLLM, llama.cpp, older LM Studio; ``reasoning``: LM Studio 0.3.23+,
-Ollama's /v1, newer vLLM, OpenRouter-style hosts; ``thinking`` elsewhere): any of them is
-read, and reasoning within a turn goes back under the name the server used. A usage-only
+(``reasoning_content``: llama.cpp, vLLM 0.10, older LM Studio; ``reasoning``: vLLM 0.11.1+,
+LM Studio 0.3.23+, Ollama's /v1, OpenRouter-style hosts; ``thinking`` elsewhere): any of them
+is read, and reasoning within a turn goes back under the name the server used (``reasoning``
+when it sent both: vLLM 0.11.1+ reads only that one back). A usage-only
 chunk after the last choice (``stream_options.include_usage``) carries counts, never a stop.
 """
 
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["REASONING_FIELDS", "ChatBackend"]
 
-#: Where servers put the reasoning, in the order they are looked for.
-REASONING_FIELDS: Final = ("reasoning_content", "reasoning", "thinking")
+#: Where servers put the reasoning, in the order they are looked for (one name is read: a
+#: server that sends both would otherwise show it twice).
+REASONING_FIELDS: Final = ("reasoning", "reasoning_content", "thinking")
 
 
 @dataclass(slots=True)

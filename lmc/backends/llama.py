@@ -45,6 +45,7 @@ from lmc.backends.base import (
     StopReason,
     StreamGeneration,
 )
+from lmc.backends.model_file import check_model_file, unloadable
 from lmc.backends.replay import ReplayScript
 from lmc.errors import BackendError, ContextOverflowError
 from lmc.harmony import tokens
@@ -89,6 +90,7 @@ class LlamaCppBackend(Backend):
             gpu_layers = -1 if llama.supports_gpu_offload() else 0
         if not self.model_path.is_file():
             raise BackendError(f"no model file at {self.model_path}")
+        check_model_file(self.model_path)  # text, cut short, corrupt: one line, not a crash
         if config.context_size is None:
             choice = choose_context(
                 self.model_path,
@@ -113,9 +115,12 @@ class LlamaCppBackend(Backend):
         if config.threads:
             kwargs["n_threads"] = kwargs["n_threads_batch"] = config.threads
         llama.route_logs(verbose=config.verbose)
-        with _llama_errors(f"load the model {self.model_path}"):
-            # Any: llama-cpp-python's Llama is untyped.
-            self._llm: Any = llama.open_model(**kwargs)
+        try:
+            with _llama_errors(f"load the model {self.model_path}"):
+                # Any: llama-cpp-python's Llama is untyped.
+                self._llm: Any = llama.open_model(**kwargs)
+        except BackendError as exc:
+            raise unloadable(self.model_path, str(exc.__cause__ or exc)) from exc
         self.context_size = int(self._llm.n_ctx())
         self._vocab = llama.vocab(self._llm)
         self._markers = self._find_markers()

@@ -23,7 +23,9 @@ def _require_extra() -> None:
     import importlib.util
 
     if not all(importlib.util.find_spec(name) for name in ("html2text", "lxml")):
-        raise ConfigError('the browser needs its extra: pip install "lmc[browser]"')
+        from lmc.extras import install_hint
+
+        raise ConfigError(f"the browser needs its extra: {install_hint('browser')}")
 
 
 def make_backend(

@@ -19,6 +19,17 @@ from lmc.errors import LmcError
 __all__ = ["check_languages", "doctor"]
 
 OK, MISSING = "ok", "missing"
+#: A row whose detail starts with one of these is neither working nor broken, and shows a
+#: neutral mark: the thing is not used on this machine (AppleScript off macOS, GPU offload
+#: without a GPU), or a fact to know (MCP servers run outside the sandbox, by design).
+NOT_USED, NOTE = "not used here: ", "note: "
+
+
+def mark(good: bool, detail: str) -> str:
+    """✓ works, ✗ broken, – not used here or a note (never a failure)."""
+    if detail.startswith((NOT_USED, NOTE)):
+        return "–"
+    return "✓" if good else "✗"
 
 
 def html_detail() -> str:
@@ -55,9 +66,7 @@ def check_languages() -> list[tuple[str, bool, str]]:
         elif language.runner == "html":
             found, detail = True, html_detail()
         elif language.runner == "applescript":
-            exe = shutil.which("osascript")
-            found = exe is not None
-            detail = exe or "needs macOS (osascript)"
+            found, detail = _applescript()
         else:
             exe = shutil.which(language.requires) if language.requires else None
             found = exe is not None and _probe(language.probe)
@@ -65,6 +74,15 @@ def check_languages() -> list[tuple[str, bool, str]]:
             detail = exe if exe and found else hint
         results.append((language.name, found, str(detail)))
     return results
+
+
+def _applescript() -> tuple[bool, str]:
+    exe = shutil.which("osascript")
+    if exe is not None:
+        return True, exe
+    if sys.platform != "darwin":
+        return False, f"{NOT_USED}AppleScript runs on macOS (osascript)"
+    return False, "osascript is missing"
 
 
 def own_python(python: str) -> tuple[bool, str]:
@@ -120,7 +138,32 @@ def _model_line(model: str | None) -> tuple[bool, str]:
     cached = try_to_load_from_cache(repo, filename)
     if isinstance(cached, str):
         return True, f"{spec} (cached at {cached})"
-    return True, f"{spec} (not downloaded yet: fetched on first use)"
+    problem = hub_problem(repo, filename)
+    if problem is not None:
+        return False, f"{spec} (not downloaded yet, and {problem})"
+    return True, f"{spec} (not downloaded yet: fetched on first use, the Hub answers)"
+
+
+def hub_problem(repo: str, filename: str) -> str | None:
+    """Why ``filename`` of ``repo`` could not be fetched now (None: the Hub has it): a file
+    still to download is only as good as the Hub's answer (one HEAD request, no download)."""
+    import os
+
+    import httpx
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    from huggingface_hub import constants
+
+    endpoint = (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+    url = f"{endpoint}/{repo}/resolve/main/{filename}"
+    try:
+        status = httpx.head(url, timeout=10.0, follow_redirects=False).status_code
+    except httpx.HTTPError as exc:
+        return f"the Hugging Face Hub cannot be reached ({endpoint}: {type(exc).__name__})"
+    if status >= 400:
+        return f"the Hub answers HTTP {status} for it"
+    return None
 
 
 def _context_line(model: str | None, context: int | None, gpu_layers: int | None) -> str:
@@ -164,11 +207,21 @@ def _backend_lines() -> list[tuple[str, bool, str]]:
         return [("llama.cpp", False, "llama-cpp-python is not installed")]
     from lmc.backends._llama_cpp import supports_gpu_offload, version
 
-    gpu = supports_gpu_offload()
     return [
         ("llama.cpp", True, f"llama-cpp-python {version()}"),
-        ("GPU offload", gpu, "supported by this build" if gpu else "not in this build: CPU only"),
+        _offload_line(supports_gpu_offload()),
     ]
+
+
+def _offload_line(offloads: bool, gpu: object = True) -> tuple[str, bool, str]:
+    """GPU offload: in the build or not; without a GPU here it is not used either way."""
+    from lmc.backends.gpu import find_gpu
+
+    if offloads:
+        return ("GPU offload", True, "supported by this build")
+    if not (find_gpu() if gpu is True else gpu):
+        return ("GPU offload", False, f"{NOT_USED}no GPU on this machine (CPU build)")
+    return ("GPU offload", False, "not in this build: CPU only")
 
 
 def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
@@ -224,10 +277,21 @@ def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
         lines.append(("tool", False, f"{tool.problem}; {INSTALL_HINT}"))
     lines.append(("network", True, "on" if policy.network else "off inside the sandbox"))
     lines.append(("workdir", True, str(policy.workdir)))
-    lines += protections(policy)
+    lines += [_mcp_is_a_note(line, bool(settings.mcp_servers)) for line in protections(policy)]
     if warning is not None:
         lines.append(("warning", False, warning))
     return lines
+
+
+def _mcp_is_a_note(line: tuple[str, bool, str], servers: bool) -> tuple[str, bool, str]:
+    """MCP servers run outside the sandbox by design: a fact about them, not a broken part
+    (and with none configured, not used here)."""
+    name, good, detail = line
+    if name != "mcp" or good:
+        return line
+    if not servers:
+        return name, good, f"{NOT_USED}no MCP servers (those you add run outside the sandbox)"
+    return name, good, f"{NOTE}{detail}"
 
 
 def gateway_lines(settings: Any) -> list[tuple[str, bool, str]]:
@@ -262,7 +326,9 @@ def gateway_lines(settings: Any) -> list[tuple[str, bool, str]]:
 def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     """Speech input is optional: these lines inform, they never fail the check."""
     if importlib.util.find_spec("faster_whisper") is None:
-        return [("faster-whisper", False, 'not installed: pip install "lmc[voice]"')]
+        from lmc.extras import install_hint
+
+        return [("faster-whisper", False, f"not installed: {install_hint('voice')}")]
     from lmc.voice.resolve import DEFAULT_STT_MODEL, HF_PREFIX, SIZE_NAMES
 
     spec = stt_model or DEFAULT_STT_MODEL
@@ -275,10 +341,12 @@ def _voice_lines(stt_model: str | None) -> list[tuple[str, bool, str]]:
     from huggingface_hub import try_to_load_from_cache
 
     cached = try_to_load_from_cache(spec[len(HF_PREFIX) :], "model.bin")
-    where = (
-        f"cached at {Path(cached).parent}" if isinstance(cached, str) else "fetched on first use"
-    )
-    return [("stt model", True, f"{spec} ({where})")]
+    if isinstance(cached, str):
+        return [("stt model", True, f"{spec} (cached at {Path(cached).parent})")]
+    problem = hub_problem(spec[len(HF_PREFIX) :], "model.bin")
+    if problem is not None:
+        return [("stt model", False, f"{spec} (not downloaded yet, and {problem})")]
+    return [("stt model", True, f"{spec} (fetched on first use, the Hub answers)")]
 
 
 Row = tuple[str, bool, str]
@@ -361,7 +429,7 @@ def doctor(options: SharedOptions) -> int:
     for title, rows, failed in _sections(settings):
         out.write(f"{title}\n")
         for name, good, detail in rows:
-            out.write(f"  {'✓' if good else '✗'} {name:<12} {detail}\n")
+            out.write(f"  {mark(good, detail)} {name:<12} {detail}\n")
         failures += failed
     return 1 if failures else 0
 

@@ -95,6 +95,12 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
+def _install_hint(extra: str) -> str:
+    from lmc.extras import install_hint
+
+    return install_hint(extra)
+
+
 def _cannot_serve(port: int) -> int | None:
     """The exit status when the port or the installed extras rule serving out, else None."""
     if not 0 <= port <= _MAX_PORT:
@@ -104,7 +110,7 @@ def _cannot_serve(port: int) -> int | None:
     if missing:  # before any URL: without websockets the page would only ever reconnect
         _err(
             f"error: lmc serve needs the server extra (missing: {', '.join(missing)}): "
-            'pip install "lmc[server]"'
+            f"{_install_hint('server')}"
         )
         return 1
     return None
@@ -131,7 +137,7 @@ def serve(options: SharedOptions, host: str, port: int) -> int:
         from lmc.server.protocols import uvicorn_config
         from lmc.server.security import keep_out_of_logs
     except ImportError as exc:
-        _err(f'error: lmc serve needs the server extras ({exc.name}): pip install "lmc[server]"')
+        _err(f"error: lmc serve needs the server extras ({exc.name}): {_install_hint('server')}")
         return 1
     verbose = options.verbose
     loader: Any = None

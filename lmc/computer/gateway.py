@@ -250,8 +250,10 @@ def require_websockets() -> None:
     import importlib.util
 
     if importlib.util.find_spec("websockets") is None:
+        from lmc.extras import install_hint
+
         raise ComputerError(
-            'kernels on a kernel gateway need the gateway extra: pip install "lmc[gateway]"'
+            f"kernels on a kernel gateway need the gateway extra: {install_hint('gateway')}"
         )
 
 

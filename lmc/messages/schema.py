@@ -129,7 +129,8 @@ def _is_block(content: object) -> bool:
 
 
 def _is_line_count(value: object) -> bool:
-    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+    """A count of lines (0 or more), or None for a binary file; never a bool or a float."""
+    return value is None or (type(value) is int and value >= 0)
 
 
 def _check_file_changes(content: object, what: str) -> None:

@@ -3,7 +3,7 @@
 :func:`create_app` builds the ASGI app (Starlette) from a :class:`ServerConfig`;
 :mod:`lmc.server.inbound` reads clients' frames, :mod:`lmc.server.connection` runs one
 client's turns, :mod:`lmc.server.turns` lets connections take turns on one in-process model.
-Import this package only with the server extras installed (``pip install "lmc[server]"``).
+Import this package only with the server extras installed (``pip install "lmc-agent[server]"``).
 """
 
 from lmc.server.app import InterpreterFactory, ServerConfig, create_app

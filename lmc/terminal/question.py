@@ -43,7 +43,9 @@ class Terminal:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(file=self.stream, highlight=False)
+            from lmc.terminal.tty import console_options
+
+            self._console = Console(file=self.stream, highlight=False, **console_options())
         return self._console
 
     @staticmethod

@@ -78,6 +78,18 @@ def _numbers_kept(text: str) -> str:
     return _BARE_NUMBER.sub(r"\1\\\2\3", text)
 
 
+#: ``<https://...>`` (an autolink) and ``[https://x](https://x)``: a link whose text is its URL.
+_URL_AS_LINK = re.compile(
+    r"<((?:https?|ftp|mailto):[^>\s]+)>|\[((?:https?|ftp)://[^\]\s]+)\]\(\2\)"
+)
+
+
+def _links_as_text(text: str) -> str:
+    """Links whose text is the URL, as that text: the renderer shows every link as ``text
+    (URL)``, and the URL would otherwise appear twice."""
+    return _URL_AS_LINK.sub(lambda m: m.group(1) or m.group(2), text)
+
+
 class _TextView:
     """A message, reasoning, note or user text being written."""
 
@@ -93,7 +105,11 @@ class _TextView:
     def build(self) -> RenderableType:
         text = self.text
         if self.kind == "message":
-            return Markdown(_numbers_kept(text), code_theme=CODE_THEME)
+            # URLs as text, not only inside an OSC 8 escape: a terminal without hyperlinks
+            # showed the link's text alone, and a link's text can name another place.
+            return Markdown(
+                _links_as_text(_numbers_kept(text)), code_theme=CODE_THEME, hyperlinks=False
+            )
         if self.kind == "reasoning":
             return Group(
                 Text("reasoning", style="dim bold"),

@@ -1,4 +1,5 @@
-"""Terminal modes for the chat: keep Ctrl-C from echoing ``^C`` into the live region.
+"""Terminal modes for the chat: keep Ctrl-C from echoing ``^C`` into the live region; and
+whether the person asked for no colour at all.
 
 A ``^C`` echoed at the end of a full-width line wraps the cursor to a new line, and the live
 region can then no longer be erased exactly. Turning off ECHOCTL for the session avoids it.
@@ -6,11 +7,26 @@ region can then no longer be erased exactly. Turning off ECHOCTL for the session
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["no_control_echo"]
+__all__ = ["console_options", "no_control_echo", "no_style_wanted"]
+
+
+def no_style_wanted(env: Mapping[str, str] | None = None) -> bool:
+    """``NO_COLOR`` (any non-empty value, no-color.org) or ``TERM=dumb``."""
+    env = os.environ if env is None else env
+    return bool(env.get("NO_COLOR")) or env.get("TERM") == "dumb"
+
+
+def console_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Keywords for every rich Console lmc makes: under NO_COLOR no escape code at all. Rich's
+    own NO_COLOR drops colours but keeps dim, bold and underline; no colour system drops them
+    all."""
+    return {"color_system": None} if no_style_wanted(env) else {}
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """Speech to text with faster-whisper: WAV audio in, the words that were said out.
 
 Nothing heavy is imported here: numpy and faster_whisper are imported when audio is decoded
-or a model is loaded. Install the extra with ``pip install "lmc[voice]"``.
+or a model is loaded. Install the extra with ``pip install "lmc-agent[voice]"``.
 """
 
 from lmc.voice.audio import SAMPLE_RATE, audio_message, check_wav, decode_wav, wav_from_base64

@@ -10,6 +10,7 @@ import importlib
 from types import ModuleType
 
 from lmc.errors import VoiceError
+from lmc.extras import install_hint
 
 __all__ = ["import_faster_whisper"]
 
@@ -21,6 +22,6 @@ def import_faster_whisper() -> ModuleType:
     except ImportError as exc:
         raise VoiceError(
             f"speech input needs faster-whisper, which cannot be imported ({exc})",
-            hint='install the voice extra: pip install "lmc[voice]"',
+            hint=f"install the voice extra: {install_hint('voice')}",
         ) from exc
     return faster_whisper

@@ -49,7 +49,8 @@ MODEL_FILES: Final = (
 )
 
 NO_STT_MODEL_HINT: Final = (
-    'lmc hears speech with faster-whisper (pip install "lmc[voice]"). On first use it '
+    'lmc hears speech with faster-whisper (the voice extra: pip install "lmc-agent[voice]", '
+    "or from a clone: pip install '.[voice]'). On first use it "
     'downloads the faster-whisper "base" model (about 145 MB, from Systran/faster-whisper-base '
     "on Hugging Face) into the Hugging Face cache, which needs network access once; later runs "
     "reuse it offline. You can instead pass --stt-model PATH for a faster-whisper (CTranslate2) "

@@ -15,7 +15,7 @@ from support.workspace_testing import files_of, git, git_state
 
 from lmc.computer import Computer
 from lmc.errors import WorkspaceError
-from lmc.messages import ChangedFile, Chunk
+from lmc.messages import ChangedFile, Chunk, validate_chunk
 
 FINAL = "<|channel|>final<|message|>{}<|return|>"
 FILES_SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_files_server.py"
@@ -105,6 +105,12 @@ def test_blocks_in_three_languages_are_shown_and_undone_byte_exact(
         ],
         [{"path": "js.txt", "change": "added", "added": 1, "removed": 0}],
     ]
+    # == would take True or 1.0 for 1: the counts are whole numbers (None: binary), exactly.
+    counts = [(f["added"], f["removed"]) for files in file_chunks(chunks) for f in files]
+    assert {type(n) for pair in counts for n in pair} == {int, type(None)}, counts
+    for chunk in chunks:
+        if chunk["type"] == "files":
+            validate_chunk(chunk)
     # The files chunk comes right after its block's output, and is kept in the history.
     kinds = [(c["type"], bool(c.get("end"))) for c in chunks]
     assert kinds.index(("files", False)) > kinds.index(("console", True))

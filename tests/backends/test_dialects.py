@@ -112,7 +112,9 @@ def _text(pieces: list[Piece]) -> str:
         ("vllm", "chat", 120, 24, 0),
         ("vllm", "responses", 176, 36, 16),
         ("ollama", "auto", 169, 15, 0),
-        ("llama.cpp", "chat", 10, 28, 0),
+        ("llama.cpp", "chat", 10, 28, 0),  # the usage-only chunk after the finish
+        ("ollama", "chat", 169, 15, 0),  # Ollama's /v1: the same
+        ("vllm-0.10", "chat", 120, 24, 0),
     ],
 )
 def test_token_counts_come_from_each_dialect(
@@ -266,3 +268,24 @@ def test_a_server_with_only_the_responses_api_gets_it() -> None:
     assert found.dialect == "responses"
     generation, pieces = _run("vllm", AFTER_CALL, routes=routes)
     assert generation.stop_reason is StopReason.RETURN and ANSWER in _text(pieces)
+
+
+def test_reasoning_under_both_names_is_read_once_and_sent_back_as_reasoning() -> None:
+    """A server that streams the reasoning under both names (mlx-vlm since its PR #1411) is
+    read once; it goes back as "reasoning", the name vLLM 0.11.1+ reads (vllm-project/vllm
+    issue #38488: an assistant message's "reasoning_content" is dropped)."""
+    from support.recorded_openai import vllm_chat
+
+    def both(body: dict[str, Any] | None) -> Reply:
+        return vllm_chat(body, ("reasoning_content", "reasoning"))
+
+    routes = {**SERVERS["vllm"], "/v1/chat/completions": both}
+    with serving(routes) as recorded:
+        config = BackendConfig(api_base=recorded.root, api_style="chat")
+        with open_backend(config) as backend:
+            first = _text(list(backend.generate(PROMPT)))
+            list(backend.generate(AFTER_CALL))
+    assert first.count(REASONING) == 1
+    sent = recorded.bodies("/v1/chat/completions")[-1]["messages"]
+    [assistant] = [m for m in sent if m["role"] == "assistant" and m.get("tool_calls")]
+    assert assistant.get("reasoning") == "Need python." and "reasoning_content" not in assistant

@@ -11,6 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from lmc.cli.app import app
+from lmc.extras import install_hint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,5 +90,51 @@ def test_serve_without_the_server_extra_fails_before_any_url(lmc_env: dict[str, 
     assert done.stdout == ""  # no URL
     assert done.stderr == (
         "lmc: error: lmc serve needs the server extra (missing: websockets): "
-        'pip install "lmc[server]"\n'
+        f"{install_hint('server')}\n"
     )
+
+
+def test_what_is_not_used_here_is_neutral_not_broken(
+    lmc_env: dict[str, str], tiny_model: Path
+) -> None:
+    """AppleScript off macOS, GPU offload without a GPU, MCP without servers: a neutral –,
+    never ✗, and never a failure of the check."""
+    from lmc.cli.doctor import _offload_line, mark
+
+    result = _run(lmc_env, "doctor", "-m", str(tiny_model))
+    assert result.exit_code == 0, result.stdout
+    if sys.platform != "darwin":
+        assert _line(result.stdout, "applescript").lstrip().startswith("– applescript  not used")
+    mcp = result.stdout.split("sandbox\n", 1)[1]
+    assert "– mcp          not used here: no MCP servers" in mcp
+    # A healthy install (tiny model): nothing broken but, without network here, the speech
+    # model still to download (optional: it does not fail the check).
+    broken = [line.split()[1] for line in result.stdout.splitlines() if "✗" in line]
+    assert set(broken) <= {"stt"}, result.stdout
+    no_gpu = _offload_line(False, gpu=None)
+    assert mark(no_gpu[1], no_gpu[2]) == "–" and "no GPU on this machine" in no_gpu[2]
+    unused_gpu = _offload_line(False, gpu=("an NVIDIA GPU", "CMAKE_ARGS=... pip install"))
+    assert mark(unused_gpu[1], unused_gpu[2]) == "✗"  # a GPU the build cannot use: broken
+    assert mark(*_offload_line(True)[1:]) == "✓"
+
+
+def test_a_model_still_to_download_is_good_only_when_the_hub_answers(
+    lmc_env: dict[str, str], tiny_model: Path, tmp_path: Path
+) -> None:
+    from support.hf_hub import serve_hub
+
+    from lmc.backends.resolve import DEFAULT_MODEL, parse_hf_spec
+
+    repo, filename = parse_hf_spec(DEFAULT_MODEL)
+    assert filename is not None
+    with serve_hub({repo: {filename: tiny_model}}) as hub:
+        answers = _run({**lmc_env, "HF_ENDPOINT": hub.url}, "doctor")
+    assert hub.downloads() == []  # asked, not downloaded
+    model = _line(answers.stdout, "model")
+    assert model.lstrip().startswith("✓") and "fetched on first use, the Hub answers" in model
+    dead = _run({**lmc_env, "HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"}, "doctor")
+    assert dead.exit_code == 1
+    model = _line(dead.stdout, "model")
+    assert model.lstrip().startswith("✗") and "the Hugging Face Hub cannot be reached" in model
+    offline = _run({**lmc_env, "HF_HUB_OFFLINE": "1"}, "doctor")
+    assert "not downloaded yet, and HF_HUB_OFFLINE is set" in _line(offline.stdout, "model")

@@ -1,9 +1,9 @@
 """``lmc run -y "compute 6*7 with python"`` against every kind of server people run gpt-oss
 on: the tool call runs in a real kernel and the model's final answer is printed.
 
-The servers answer with the bytes the real ones send (see ``support.recorded_servers`` for
-the source of each shape); the raw path against llama.cpp's own server is tested in
-tests/backends/test_openai_server.py.
+The servers answer in the shapes the real ones send at a named version (see
+``support.recorded_servers`` for the source of each, captured or assembled); the raw path
+against llama.cpp's own server is tested in tests/backends/test_openai_server.py.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ def _run(env: dict[str, str], *args: str):  # type: ignore[no-untyped-def]
         ("lmstudio", "/v1", [], "chat"),
         ("vllm", "/v1", [], "completions"),
         ("vllm", "/v1", ["--api-style", "chat"], "chat"),
+        ("vllm-0.10", "/v1", ["--api-style", "chat"], "chat"),
+        ("ollama", "/v1", ["--api-style", "chat"], "chat"),
         ("vllm", "", ["--api-style", "responses"], "responses"),
         ("llama.cpp", "", ["--api-style", "chat"], "chat"),
     ],
@@ -87,20 +89,39 @@ def _check_the_result_went_back(server: str, dialect: str, body: dict[str, Any])
     tool = next(m for m in messages if m["role"] == "tool")
     assert tool["content"] == "42\n"
     call = assistant["tool_calls"][0]
-    if dialect == "ollama":
+    if server == "ollama" and dialect == "ollama":
         assert call["function"] == {"name": "python", "arguments": {"code": CODE}}
         assert tool["tool_name"] == "python" and assistant["thinking"] == REASONING
         assert body["think"] == "medium"
     else:
-        ids = {"vllm": "chatcmpl-tool-ca99dda515524c6abe47d1ea22813507", "lmstudio": "365174485",
-               "llama.cpp": "Xyz3KdXqv2WbGJ7rT1cZp8sLm4nQe9aF"}  # fmt: skip
+        vllm = "chatcmpl-tool-ca99dda515524c6abe47d1ea22813507"
+        ids = {"vllm": vllm, "vllm-0.10": vllm, "lmstudio": "365174485",
+               "llama.cpp": "Xyz3KdXqv2WbGJ7rT1cZp8sLm4nQe9aF",
+               "ollama": "call_ouqxt6uo"}  # fmt: skip
         assert call["id"] == tool["tool_call_id"] == ids[server]
         assert json.loads(call["function"]["arguments"]) == {"code": CODE}
-        field = "reasoning" if server == "lmstudio" else "reasoning_content"
-        assert assistant[field] == REASONING  # passed back under the server's own name
+        # Passed back under the server's own name (vLLM 0.11.1+ reads only "reasoning").
+        field = "reasoning_content" if server in ("llama.cpp", "vllm-0.10") else "reasoning"
+        assert assistant[field] == REASONING
+        assert len({"reasoning", "reasoning_content"} & set(assistant)) == 1
         assert body["reasoning_effort"] == "medium"
     tools = {t["function"]["name"]: t["function"] for t in body["tools"]}
     assert tools["python"]["parameters"]["required"] == ["code"] and "shell" in tools
+
+
+def test_zero_sampling_flags_reach_the_server(lmc_env: dict[str, str]) -> None:
+    """``--temperature 0 --top-p 0 --seed 0`` are values, not flags left out (every dialect,
+    through the Interpreter: tests/agent/test_zero_values.py)."""
+    zeros = ["--temperature", "0", "--top-p", "0", "--seed", "0"]
+    with serving(SERVERS["ollama"]) as recorded:
+        result = _run(lmc_env, "run", "-y", *zeros, "--api-base", recorded.root, PROMPT)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    bodies = recorded.bodies("/api/chat")
+    assert len(bodies) >= 2
+    for body in bodies:
+        options = body["options"]
+        assert (options["temperature"], options["top_p"], options["seed"]) == (0, 0, 0)
+        assert options["seed"] is not False and type(options["seed"]) is int
 
 
 def test_a_key_protected_host_gets_the_key_and_a_refused_key_is_one_line(

@@ -169,10 +169,25 @@ def test_help_imports_no_speech_library() -> None:
 def test_doctor_says_which_speech_model_would_hear(
     lmc_env: dict[str, str], tiny_model: Path, whisper_model_dir: Path, tmp_path: Path
 ) -> None:
+    from support.hf_hub import serve_hub
+
     env = {**lmc_env, "HF_HOME": str(tmp_path / "hf-home")}
-    default = _run(env, "doctor", "-m", str(tiny_model))
+    files = {"model.bin": whisper_model_dir / "model.bin"}
+    with serve_hub({"Systran/faster-whisper-base": files}) as hub:  # not downloaded: asked
+        default = _run({**env, "HF_ENDPOINT": hub.url}, "doctor", "-m", str(tiny_model))
     assert default.exit_code == 0, default.stdout
-    assert "✓ stt model    hf:Systran/faster-whisper-base (fetched on first use)" in default.stdout
+    assert (
+        "✓ stt model    hf:Systran/faster-whisper-base (fetched on first use, the Hub answers)"
+        in default.stdout
+    )
+    unreachable = _run(
+        {**env, "HF_ENDPOINT": "http://127.0.0.1:9"}, "doctor", "-m", str(tiny_model)
+    )
+    assert unreachable.exit_code == 0  # voice is optional: it informs, it does not fail the check
+    assert (
+        "✗ stt model    hf:Systran/faster-whisper-base (not downloaded yet, and the Hugging "
+        in (unreachable.stdout)
+    )
     chosen = _run({**env, "LMC_STT_MODEL": str(whisper_model_dir)}, "doctor", "-m", str(tiny_model))
     assert f"✓ stt model    {whisper_model_dir}\n" in chosen.stdout
     missing = _run({**env, "LMC_STT_MODEL": str(tmp_path)}, "doctor", "-m", str(tiny_model))

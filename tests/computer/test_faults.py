@@ -266,15 +266,19 @@ def test_close_during_a_run_ends_the_run() -> None:
     computer = Computer()
     collect(computer, "python", "pass")
     chunks: list[Chunk] = []
+    going = threading.Event()
 
     def consume() -> None:
-        chunks.extend(
-            computer.run("python", "import time\nprint('going', flush=True)\ntime.sleep(30)")
-        )
+        for chunk in computer.run(
+            "python", "import time\nprint('going', flush=True)\ntime.sleep(30)"
+        ):
+            chunks.append(chunk)
+            if "going" in output_of([chunk]):
+                going.set()
 
     runner = threading.Thread(target=consume)
     runner.start()
-    time.sleep(0.5)
+    assert going.wait(60), "the code never started"  # closed while it runs, not before
     computer.close()
     runner.join(5)
     assert not runner.is_alive()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,13 +37,31 @@ def _launched(session: KernelSession) -> int:
     raise AssertionError("the kernel was never launched")
 
 
+class _WatchedWanted(threading.Event):
+    """The session's "code is coming" event, which says when the start thread waits on it:
+    from then on the thread cannot connect until code is asked for (exactly, not after a
+    pause that an eager connection might or might not fill)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited_on = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited_on.set()
+        return super().wait(timeout)
+
+
 @pytest.mark.parametrize("language", ["python", "shell"])
 def test_a_launched_kernel_runs_code_once_asked(tmp_path: Path, language: str) -> None:
     session = _session(tmp_path, language)
+    wanted = session._wanted = _WatchedWanted()
     try:
         session.launch()
         _launched(session)
         assert session.alive
+        # The start thread is parked before connecting: a start that connected at once
+        # would never wait here, and this fails instead of racing it.
+        assert wanted.waited_on.wait(60), "the start thread did not wait for code"
         assert session._channels is None and not session.ready  # not connected yet
         code = "print(6 * 7)" if language == "python" else "echo $((6 * 7))"
         events = list(session.execute(code))  # waits for the kernel: connects now

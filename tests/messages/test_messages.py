@@ -154,6 +154,17 @@ def test_a_files_chunk_carries_a_list_of_changes() -> None:
             )
 
 
+@pytest.mark.parametrize("count", ["1", 1.0, True, False, -1, [1], {"n": 1}])
+@pytest.mark.parametrize("field", ["added", "removed"])
+def test_a_changed_files_line_counts_are_whole_numbers_or_null(count: object, field: str) -> None:
+    good = {"path": "a.py", "change": "modified", "added": 1, "removed": 0}
+    chunk = {"role": "computer", "type": "files", "format": "changes"}
+    assert validate_chunk({**chunk, "content": [good]})
+    assert validate_chunk({**chunk, "content": [{**good, field: None}]})  # a binary file
+    with pytest.raises(MessageError, match=r"list of \{path, change, added, removed\}"):
+        validate_chunk({**chunk, "content": [{**good, field: count}]})
+
+
 def test_stored_messages_carry_no_flags() -> None:
     with pytest.raises(MessageError, match="no start/end flags"):
         validate_message({"role": "user", "type": "message", "content": "x", "start": True})

@@ -270,6 +270,25 @@ def test_one_address_cannot_take_every_place(serve: Serve, per_address: int | No
             client.close()
 
 
+def test_lmc_serve_lets_one_address_hold_16_connections(serve: Serve) -> None:
+    """The default per-address share (what ``lmc serve`` runs with: ServerConfig's default
+    limits): with 15 websockets open from 127.0.0.1 a 16th connection is served, with 16
+    open a 17th gets 503, while 127.0.0.2 is still served."""
+    served = serve()
+    assert served.config.limits == ServerLimits()
+    held = [Client(served.live.ws) for _ in range(15)]
+    try:
+        assert _heartbeat_from(served, "127.0.0.1").startswith(b"HTTP/1.1 200")
+        held.append(Client(served.live.ws))
+        refused = _heartbeat_from(served, "127.0.0.1")
+        assert refused.startswith(b"HTTP/1.1 503"), refused
+        assert b"too many connections from this address" in refused
+        assert _heartbeat_from(served, "127.0.0.2").startswith(b"HTTP/1.1 200")
+    finally:
+        for client in held:
+            client.close()
+
+
 # -- guessed tokens --------------------------------------------------------------------------
 
 

@@ -1,5 +1,7 @@
-"""Ollama's native API and the Responses API (as vLLM serves gpt-oss), byte for byte; the
-source of each shape is cited."""
+"""Ollama's native API and OpenAI-compatible /v1, and the Responses API (as vLLM serves
+gpt-oss). Each shape says where it comes from: a capture (recorded by someone, quoted) or
+assembled from the server's source at a named version (field order as its encoder writes it).
+"""
 
 from __future__ import annotations
 
@@ -22,9 +24,10 @@ from support.recorded_common import (
 # message {role, content, thinking, tool_calls [{id, function {index, name, arguments
 # (an object)}}]}, done, then done_reason and the Metrics (total_duration, load_duration,
 # prompt_eval_count, prompt_eval_duration, eval_count, eval_duration) on the last line.
-# ollama/ollama docs/api.md ("Chat request (Streaming with tools)") and api/types.go
-# (Message, ToolCall, ToolCallFunction, ChatResponse, Metrics). /api/tags and /api/version:
-# docs/api.md ("List Local Models", "Version").
+# Assembled from ollama/ollama v0.33.0-rc2 (fb30760, 2026-08-21) api/types.go (ChatResponse,
+# Message, ToolCall, ToolCallFunction, Metrics: json.Marshal writes fields in struct order)
+# and docs/api.md ("Chat request (Streaming with tools)"), whose example gives the counters.
+# /api/tags and /api/version: docs/api.md ("List Local Models", "Version").
 
 
 #: The counters Ollama's last line of a streamed /api/chat carries (its docs' example).
@@ -75,7 +78,8 @@ def ollama_chat(body: dict[str, Any] | None) -> Reply:
 
 # Ollama's /v1/completions templates the prompt itself and sends the answer's text only:
 # CompletionChunk {id "cmpl-NNN", object "text_completion", created, choices [{text, index,
-# finish_reason}], model, system_fingerprint "fp_ollama"} (ollama/ollama openai/openai.go).
+# finish_reason}], model, system_fingerprint "fp_ollama"}. Assembled from ollama/ollama
+# v0.33.0-rc2 openai/openai.go (CompletionChunk) and middleware/openai.go ("cmpl-%d").
 
 
 def _ollama_text(text: str, finish: str | None = None) -> bytes:
@@ -98,6 +102,67 @@ def ollama_completions(body: dict[str, Any] | None) -> Reply:
     events = [_ollama_text(p) for p in split(ANSWER)]
     events.append(_ollama_text("", "stop"))
     return 200, "text/event-stream", sse(*events)
+
+
+# Ollama's /v1/chat/completions, assembled from ollama/ollama v0.33.0-rc2 (fb30760)
+# middleware/openai.go (ChatWriter.writeResponse) and openai/openai.go (ToStreamChunks,
+# toChunk, FinishChunk, ChatCompletionChunk, Delta, ToolCall), fed the /api/chat lines above:
+# the role only in the first chunk, reasoning in "reasoning" with "content":"" beside it, a
+# tool call whole in one delta (arguments a JSON string), the metrics-only last line turned
+# into a finish chunk with an empty delta, then (stream_options.include_usage) the same chunk
+# with "choices":[] and the usage, then [DONE]. Ids "chatcmpl-%d"; /v1/models is
+# ToListCompletion (owned_by: the model name's namespace).
+
+
+def _ollama_chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> bytes:
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-517",
+        "object": "chat.completion.chunk",
+        "created": 1754425339,
+        "model": "gpt-oss:20b",
+        "system_fingerprint": "fp_ollama",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if usage is not None:
+        chunk["choices"] = []
+        chunk["usage"] = usage
+    return json.dumps(chunk, separators=(",", ":")).encode()
+
+
+def ollama_openai_chat(body: dict[str, Any] | None) -> Reply:
+    seen = tool_result_seen(body)
+    deltas: list[dict[str, Any]] = [
+        {"content": "", "reasoning": p} for p in split(AFTER if seen else REASONING)
+    ]
+    if seen:
+        deltas += [{"content": p} for p in split(ANSWER)]
+    else:
+        arguments = json.dumps({"code": CODE}, separators=(",", ":"))
+        call = {
+            "id": "call_ouqxt6uo",
+            "index": 0,
+            "type": "function",
+            "function": {"name": "python", "arguments": arguments},
+        }
+        deltas.append({"content": "", "tool_calls": [call]})
+    deltas[0] = {"role": "assistant", **deltas[0]}
+    events = [_ollama_chunk(d) for d in deltas]
+    finish = "stop" if seen else "tool_calls"
+    events.append(_ollama_chunk({}, finish))
+    if body and (body.get("stream_options") or {}).get("include_usage"):
+        count = OLLAMA_DONE["prompt_eval_count"], OLLAMA_DONE["eval_count"]
+        usage = {"prompt_tokens": count[0], "completion_tokens": count[1],
+                 "total_tokens": sum(count)}  # fmt: skip
+        events.append(_ollama_chunk({}, finish, usage))
+    return 200, "text/event-stream", sse(*events)
+
+
+OLLAMA_V1_MODELS = {
+    "object": "list",
+    "data": [
+        {"id": "gpt-oss:20b", "object": "model", "created": 1754406408, "owned_by": "library"}
+    ],
+}
 
 
 OLLAMA_TAGS = {

@@ -1,5 +1,6 @@
 """Chat Completions and raw completions as vLLM, llama.cpp's server, LM Studio and a
-key-protected hosted endpoint send them, byte for byte; the source of each shape is cited."""
+key-protected hosted endpoint send them. Each shape says where it comes from: a capture
+(recorded by someone, quoted), or assembled from the server's source at a named version."""
 
 from __future__ import annotations
 
@@ -18,13 +19,17 @@ from support.recorded_common import (
 )
 
 # --------------------------------------------------------------------------------- vLLM
-# Chat chunks: vllm-project/vllm PR #25514 (a gpt-oss-20b stream: reasoning_content deltas
-# with "token_ids":null); the role, tool-call and finish chunks of the vLLM capture in
-# g0t4/ask-openai.nvim (lua/ask-openai/tools/vllm-qwen.md and its SSE test): a first
+# Chat chunks, assembled. vLLM's ChatCompletionStreamResponse / DeltaMessage {role, content,
+# reasoning, tool_calls} (vllm-project/vllm vllm/entrypoints/openai/chat_completion/
+# protocol.py, main of 2026), written without unset fields. The reasoning field is
+# "reasoning" since PR #27752 (v0.11.1, Nov 2025); PR #33402 (Jan 2026) removed the old name
+# "reasoning_content", which vLLM 0.10 streamed (vllm_chat_0_10 below). The envelope (ids,
+# "token_ids":null, "stop_reason":null) follows the gpt-oss-20b stream quoted in vLLM PR
+# #25514; the role, tool-call and finish chunks follow a vLLM capture of another model
+# (g0t4/ask-openai.nvim lua/ask-openai/tools/vllm-qwen.md, a Qwen stream): a first
 # tool_calls delta with id "chatcmpl-tool-…", type and name, then argument pieces, then
-# finish_reason "tool_calls" with "stop_reason":null; with stream_options.include_usage a
-# last chunk has "choices":[] and vLLM's UsageInfo (prompt_tokens, total_tokens,
-# completion_tokens: vllm/entrypoints/openai/protocol.py).
+# finish_reason "tool_calls"; with stream_options.include_usage a last chunk has
+# "choices":[] and UsageInfo (prompt_tokens, total_tokens, completion_tokens).
 
 _VLLM_ID = "chatcmpl-beb39e7777184d59a9463d42e86d9ba2"
 _VLLM_MODEL = "openai/gpt-oss-20b"
@@ -45,7 +50,9 @@ def _vllm_usage(prompt: int, completion: int) -> bytes:
     ).encode()
 
 
-def vllm_chat(body: dict[str, Any] | None) -> Reply:
+def vllm_chat(body: dict[str, Any] | None, fields: tuple[str, ...] = ("reasoning",)) -> Reply:
+    """vLLM 0.11.1 and later (``fields=("reasoning_content",)``: vLLM 0.10; both names: a
+    server that sends the reasoning twice, as mlx-vlm's does since its PR #1411)."""
     events = [
         _vllm_chunk(
             '{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}'
@@ -53,7 +60,7 @@ def vllm_chat(body: dict[str, Any] | None) -> Reply:
     ]
     reasoning = AFTER if tool_result_seen(body) else REASONING
     for piece in split(reasoning):
-        delta = json.dumps({"reasoning_content": piece})
+        delta = json.dumps(dict.fromkeys(fields, piece))
         events.append(
             _vllm_chunk(
                 f'{{"index":0,"delta":{delta},"logprobs":null,"finish_reason":null,"token_ids":null}}'
@@ -94,8 +101,12 @@ def vllm_chat(body: dict[str, Any] | None) -> Reply:
     return 200, "text/event-stream", sse(*events)
 
 
-# vLLM /v1/completions with skip_special_tokens false: the text keeps Harmony's markers but
-# not the stop token; CompletionResponseStreamChoice is index, text, logprobs,
+def vllm_chat_0_10(body: dict[str, Any] | None) -> Reply:
+    return vllm_chat(body, ("reasoning_content",))
+
+
+# vLLM /v1/completions (assembled) with skip_special_tokens false: the text keeps Harmony's
+# markers but not the stop token; CompletionResponseStreamChoice is index, text, logprobs,
 # finish_reason, stop_reason (vllm/entrypoints/openai/protocol.py), and the usage-only last
 # chunk (include_usage) has "choices":[] — the chunk that used to overwrite the finish.
 
@@ -165,12 +176,19 @@ VLLM_MODELS = {
 
 
 # ------------------------------------------------------------------------ llama.cpp server
-# Chunks as llama-server writes them (openai-php/client issue #780, a recorded stream):
-# "choices" first, each choice {"finish_reason","index","delta"}, reasoning in
-# "reasoning_content", then created, id, model, system_fingerprint "bNNNN-hash", object and
-# "timings"; the final chunk carries finish_reason and "usage". Tool calls stream as
-# OpenAI's deltas (index, id, type, function{name, arguments}). Its /v1/models adds an
-# Ollama-style "models" list before "object":"list","data":[…] with "owned_by":"llamacpp".
+# Chat chunks, assembled from ggml-org/llama.cpp tools/server/server-task.cpp (00efb3e1,
+# 2026: server_task_result_cmpl_partial::to_json_oaicompat_chat and
+# server_task_result_cmpl_final::to_json_oaicompat_chat_stream) and common/chat.cpp
+# (common_chat_msg_diff_to_json_oaicompat), keys in the order its ordered_json writes them:
+# "choices" first, each choice {"finish_reason","index","delta"}, then created, id, model,
+# system_fingerprint "bNNNN-hash" and object. The first chunk is the role alone
+# ({"role":"assistant","content":null}); reasoning comes in "reasoning_content"; a call's
+# first delta has index, id, type and the name with "arguments":"", later ones the
+# arguments; the finish chunk has an empty delta; with stream_options.include_usage a last
+# chunk has "choices":[] and the usage, with "timings" (result_timings::to_json) after it.
+# Envelope values (ids, fingerprint, timings) from the stream recorded in openai-php/client
+# issue #780. Its /v1/models adds an Ollama-style "models" list before "object":"list",
+# "data":[…] with "owned_by":"llamacpp".
 
 _LLAMA_TIMINGS = (
     '"timings":{"cache_n":7,"prompt_n":10,"prompt_ms":251.51,"prompt_per_token_ms":25.151,'
@@ -179,40 +197,36 @@ _LLAMA_TIMINGS = (
 )
 
 
-def _llama_chunk(choice: str, usage: str = "") -> bytes:
+def _llama_chunk(choices: str, tail: str = "") -> bytes:
     return (
-        f'{{"choices":[{choice}],"created":1781492230,'
+        f'{{"choices":[{choices}],"created":1781492230,'
         '"id":"chatcmpl-qC6laQHbZ2CmxNvJ4NoB1L93LcVF7nfe","model":"gpt-oss-20b",'
-        f'"system_fingerprint":"b9554-d403f00ec","object":"chat.completion.chunk"{usage},'
-        f"{_LLAMA_TIMINGS}}}"
+        f'"system_fingerprint":"b9554-d403f00ec","object":"chat.completion.chunk"{tail}}}'
     ).encode()
 
 
+def _llama_delta(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    text = json.dumps(delta, separators=(",", ":"))
+    return _llama_chunk(f'{{"finish_reason":{json.dumps(finish)},"index":0,"delta":{text}}}')
+
+
 def llama_chat(body: dict[str, Any] | None) -> Reply:
-    events: list[bytes] = []
     seen = tool_result_seen(body)
-    for piece in split(AFTER if seen else REASONING):
-        delta = json.dumps({"reasoning_content": piece})
-        events.append(_llama_chunk(f'{{"finish_reason":null,"index":0,"delta":{delta}}}'))
-    usage = ',"usage":{"completion_tokens":28,"prompt_tokens":10,"total_tokens":38}'
+    events = [_llama_delta({"role": "assistant", "content": None})]
+    events += [_llama_delta({"reasoning_content": p}) for p in split(AFTER if seen else REASONING)]
     if seen:
-        for piece in split(ANSWER):
-            delta = json.dumps({"content": piece})
-            events.append(_llama_chunk(f'{{"finish_reason":null,"index":0,"delta":{delta}}}'))
-        events.append(_llama_chunk('{"finish_reason":"stop","index":0,"delta":{}}', usage))
+        events += [_llama_delta({"content": p}) for p in split(ANSWER)]
     else:
-        args = json.dumps(json.dumps({"code": CODE}))
-        events.append(
-            _llama_chunk(
-                '{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"id":"Xyz3KdXqv2WbGJ7rT1cZp8sLm4nQe9aF","type":"function","function":{"name":"python","arguments":""}}]}}'
-            )
-        )
-        events.append(
-            _llama_chunk(
-                f'{{"finish_reason":null,"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":{args}}}}}]}}}}'
-            )
-        )
-        events.append(_llama_chunk('{"finish_reason":"tool_calls","index":0,"delta":{}}', usage))
+        call = {"index": 0, "id": "Xyz3KdXqv2WbGJ7rT1cZp8sLm4nQe9aF", "type": "function",
+                "function": {"name": "python", "arguments": ""}}  # fmt: skip
+        events.append(_llama_delta({"tool_calls": [call]}))
+        for piece in ['{"code":"', "print(6*7)", '"}']:
+            piece_call = {"index": 0, "function": {"arguments": piece}}
+            events.append(_llama_delta({"tool_calls": [piece_call]}))
+    events.append(_llama_delta({}, "stop" if seen else "tool_calls"))
+    if body and (body.get("stream_options") or {}).get("include_usage"):
+        usage = ',"usage":{"completion_tokens":28,"prompt_tokens":10,"total_tokens":38}'
+        events.append(_llama_chunk("", f"{usage},{_LLAMA_TIMINGS}"))
     return 200, "text/event-stream", sse(*events)
 
 
@@ -255,14 +269,15 @@ LLAMA_MODELS = {
 
 
 # -------------------------------------------------------------------------------- LM Studio
-# Chunks as LM Studio writes them (lmstudio-ai/lmstudio-bug-tracker issue #723, a recorded
-# stream): id "chatcmpl-…", object, created, model, system_fingerprint (the model id),
-# choices [{index, delta, logprobs, finish_reason}]. Since 0.3.23 gpt-oss's reasoning comes in
-# "reasoning" (lmstudio-bug-tracker issue #894; a recorded gpt-oss-20b answer with
-# "reasoning" and "system_fingerprint":"openai/gpt-oss-20b"). /api/v0/models is LM Studio's
-# own REST API (lmstudio-ai/docs 1_developer/2_rest/endpoints.mdx). A tool call's deltas are
-# the fields of OpenAI's streamed tool call (index, id, type, function {name, arguments}),
-# which LM Studio's OpenAI-compatible endpoint mirrors, inside LM Studio's own envelope.
+# LM Studio 0.3.23+ (closed source: captures only). Chunks as it writes them (captured in
+# lmstudio-ai/lmstudio-bug-tracker issue #723): id "chatcmpl-…", object, created, model,
+# system_fingerprint (the model id), choices [{index, delta, logprobs, finish_reason}], the
+# role in every delta. Since 0.3.23 gpt-oss's reasoning comes in "reasoning" (issue #894, a
+# captured gpt-oss-20b answer with "system_fingerprint":"openai/gpt-oss-20b"); a stream
+# carries no usage, the finish chunk is the last (lmstudio-js issue #320, a capture).
+# /api/v0/models is LM Studio's own REST API (lmstudio-ai/docs
+# 1_developer/2_rest/endpoints.mdx). Assembled: a tool call's deltas, OpenAI's streamed tool
+# call fields (index, id, type, function {name, arguments}) inside LM Studio's envelope.
 
 _LMS_MODEL = "openai/gpt-oss-20b"
 
@@ -349,7 +364,7 @@ LMS_MODELS = {
 # ---------------------------------------------------------------------- hosted (OpenAI-style)
 # A key-protected host: a wrong or missing key gets OpenAI's 401 body
 # ({"error":{"message","type":"invalid_request_error","param":null,"code":"invalid_api_key"}},
-# platform.openai.com/docs/guides/error-codes). Chunks as OpenAI writes them: id, object,
+# platform.openai.com/docs/guides/error-codes). Assembled from OpenAI's documentation: id, object,
 # created, model, system_fingerprint, choices [{index, delta, logprobs, finish_reason}], the
 # first delta {"role":"assistant","content":"","refusal":null}, a tool call's first delta
 # {"index":0,"id":"call_…","type":"function","function":{"name","arguments":""}} and the

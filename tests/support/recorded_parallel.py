@@ -1,9 +1,9 @@
 """Servers that answer with two tool calls in one message, in each dialect's real shape.
 
 The turn: the person asks for 6*7 and 6*8, the server answers with two python calls at
-once, and once the request carries a tool result, with the final answer. The envelopes are
-the recorded ones of recorded_openai.py and recorded_native.py; how several calls travel in
-one answer is each API's own:
+once, and once the request carries a tool result, with the final answer. Assembled: the
+envelopes are those of recorded_openai.py and recorded_native.py (each says its source and
+version); how several calls travel in one answer is each API's own:
 
 - Chat Completions: every call has its own ``index`` in ``delta.tool_calls``; the first delta
   of a call carries its id, type and name with empty arguments, the later ones only the index

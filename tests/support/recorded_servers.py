@@ -1,6 +1,7 @@
 """Loopback servers that answer as Ollama, LM Studio, vLLM, llama.cpp's server and a
-key-protected hosted endpoint really do, byte for byte in the shapes each sends (the shapes
-and their sources: recorded_openai.py, recorded_native.py)."""
+key-protected hosted endpoint do, in the shapes each sends at the version named beside it
+(the shapes, whether captured or assembled, and their sources: recorded_openai.py,
+recorded_native.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from typing import Any
 
 from support.loopback import serving_in_thread
 from support.recorded_common import ANSWER, CODE, REASONING, Reply, Route, json_reply
-from support.recorded_native import OLLAMA_TAGS, ollama_chat, ollama_completions, vllm_responses
+from support.recorded_native import (
+    OLLAMA_TAGS,
+    OLLAMA_V1_MODELS,
+    ollama_chat,
+    ollama_completions,
+    ollama_openai_chat,
+    vllm_responses,
+)
 from support.recorded_openai import (
     HOSTED_401,
     HOSTED_KEY,
@@ -27,6 +35,7 @@ from support.recorded_openai import (
     llama_chat,
     lmstudio_chat,
     vllm_chat,
+    vllm_chat_0_10,
     vllm_raw,
 )
 
@@ -119,7 +128,9 @@ SERVERS: dict[str, dict[str, Route]] = {
         "/api/version": _static({"version": "0.11.4"}),
         "/api/tags": _static(OLLAMA_TAGS),
         "/api/chat": ollama_chat,
+        "/v1/models": _static(OLLAMA_V1_MODELS),
         "/v1/completions": ollama_completions,
+        "/v1/chat/completions": ollama_openai_chat,
     },
     "lmstudio": {
         "/api/v0/models": _static(LMS_V0_MODELS),
@@ -130,6 +141,12 @@ SERVERS: dict[str, dict[str, Route]] = {
         "/v1/models": _static(VLLM_MODELS),
         "/v1/completions": vllm_raw,
         "/v1/chat/completions": vllm_chat,
+    },
+    # vLLM 0.10: reasoning in "reasoning_content" (renamed in 0.11.1; recorded_openai.py).
+    "vllm-0.10": {
+        "/v1/models": _static(VLLM_MODELS),
+        "/v1/completions": vllm_raw,
+        "/v1/chat/completions": vllm_chat_0_10,
     },
     "vllm-responses": {
         "/v1/models": _static(VLLM_MODELS),

@@ -53,8 +53,17 @@ class Pane:
     def mark(self) -> int:
         return len(self.screen().rstrip())
 
+    @property
+    def socket_path(self) -> Path:
+        """Where tmux keeps this server's socket (``-L NAME``: $TMUX_TMPDIR/tmux-UID/NAME)."""
+        base = Path(os.environ.get("TMUX_TMPDIR") or "/tmp")
+        return base / f"tmux-{os.getuid()}" / self.socket
+
     def kill(self) -> None:
+        """End the server and remove its socket: tmux leaves the socket file behind when a
+        server is killed or its last session ends (a suite run left dozens)."""
         self.tmux("kill-server")
+        self.socket_path.unlink(missing_ok=True)
 
 
 def start_chat(

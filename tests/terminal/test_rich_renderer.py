@@ -129,7 +129,10 @@ def test_active_line_is_highlighted_while_code_runs() -> None:
         renderer.feed(chunk)
     renderer.feed({"role": "computer", "type": "console", "start": True})
     renderer.feed({"role": "computer", "type": "console", "format": "active_line", "content": "2"})
-    time.sleep(0.3)
+    deadline = time.monotonic() + 60  # the live display redraws on its own thread: wait for it
+    while "48;5;239" not in out.getvalue():
+        assert time.monotonic() < deadline, "the live display never drew the active line"
+        time.sleep(0.01)
     during = out.getvalue()
     renderer.feed({"role": "computer", "type": "console", "format": "active_line", "content": None})
     renderer.feed({"role": "computer", "type": "console", "end": True})
@@ -295,3 +298,15 @@ def test_hidden_reasoning_is_a_live_status_line_then_a_one_line_summary() -> Non
     text = strip_ansi(out.getvalue())
     assert re.search(r"thought for \d+s \(%reasoning show shows it\)", text)
     assert "secret musings" not in text
+
+
+def test_link_urls_are_shown_as_text() -> None:
+    """Not only inside an OSC 8 escape, which a terminal without hyperlinks does not show (and
+    a link's text can name another place than its URL)."""
+    console, out = _console()
+    renderer = RichRenderer(console)
+    _say(renderer, "See [the docs](https://example.org/docs) or <https://a.example/b>.")
+    shown = strip_ansi(out.getvalue())
+    assert "the docs (https://example.org/docs)" in shown, shown
+    assert "or https://a.example/b." in shown and "(https://a.example/b)" not in shown  # once
+    assert "\x1b]8;" not in out.getvalue()

@@ -133,7 +133,8 @@ def test_no_model_and_no_network_is_one_clear_paragraph(tmp_path: Path) -> None:
     assert result["hint"] == NO_STT_MODEL_HINT
     assert "\n" not in NO_STT_MODEL_HINT
     assert (
-        "--stt-model PATH" in NO_STT_MODEL_HINT and 'pip install "lmc[voice]"' in NO_STT_MODEL_HINT
+        "--stt-model PATH" in NO_STT_MODEL_HINT
+        and 'pip install "lmc-agent[voice]"' in NO_STT_MODEL_HINT
     )
 
 
