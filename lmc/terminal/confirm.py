@@ -23,6 +23,7 @@ from typing import Protocol
 
 from lmc.agent.approvals import Answer, Approvals, Declined, kind_rule, parse_rule, suggested_prefix
 from lmc.errors import ConfigError, LmcError
+from lmc.harmony.to_lmc import APPLY_PATCH
 from lmc.messages import Block, ConfirmationChunk
 from lmc.terminal.question import Terminal
 
@@ -167,6 +168,11 @@ class Confirmer:
         from lmc.terminal.confirm_view import confirm_view
 
         tool = block["type"] == "tool_call"
+        if tool and language == APPLY_PATCH:  # a patch is shown as a diff, file by file
+            from lmc.terminal.patch_view import patch_view
+
+            self.terminal.show(patch_view(code, self.terminal.height))
+            return
         self.terminal.show(confirm_view(language, code, self.terminal.height, tool=tool))
 
     def _question(self, block: Block, language: str, code: str) -> Answer:
