@@ -104,7 +104,11 @@ def test_the_confirm_view_shows_the_diff_and_a_approves_later_patches() -> None:
     assert "moved src/app.py → src/main.py" in drawn
     assert "\x1b[31m" in drawn or "\x1b[38;2;" in drawn  # coloured
     assert said == ["approved the tool apply_patch (this session) (%approvals lists the rules)"]
-    other = {**BLOCK, "content": "*** Begin Patch\n*** Delete File: x\n*** End Patch"}
+    other: ToolCallBlock = {
+        "type": "tool_call",
+        "format": "apply_patch",
+        "content": "*** Begin Patch\n*** Delete File: x\n*** End Patch",
+    }
     assert confirmer(other) is True  # a later patch: not asked
     assert len(asked) == 1
     mcp: ToolCallBlock = {"type": "tool_call", "format": "fs.write_file", "content": "{}"}
