@@ -48,7 +48,8 @@ def test_json_carries_the_patch_and_lmc_undo_restores_it(
     assert {c["format"] for c in calls} == {"apply_patch"}
     assert "".join(c.get("content", "") for c in calls) == PATCH
     confirmation = next(c for c in chunks if c["type"] == "confirmation")
-    assert confirmation["content"] == {"type": "tool_call", "format": "apply_patch", "content": PATCH}
+    block = {"type": "tool_call", "format": "apply_patch", "content": PATCH}
+    assert confirmation["content"] == block
     output = "".join(c.get("content", "") for c in chunks if c.get("format") == "output")
     assert output == "Done!"
     files = [c["content"] for c in chunks if c["type"] == "files" and "content" in c]
