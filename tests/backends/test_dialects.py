@@ -266,3 +266,29 @@ def test_a_server_with_only_the_responses_api_gets_it() -> None:
     assert found.dialect == "responses"
     generation, pieces = _run("vllm", AFTER_CALL, routes=routes)
     assert generation.stop_reason is StopReason.RETURN and ANSWER in _text(pieces)
+
+
+def test_a_patch_call_is_written_raw_and_read_back_as_codexs_arguments() -> None:
+    """apply_patch's argument is a string in Harmony (the reference's declaration): the
+    server's ``{"input": PATCH}`` is written as the raw patch gpt-oss writes, and read back
+    into the same arguments, so the server's id is found again."""
+    from lmc.backends._dialogue import call_key
+
+    patch = "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch\n"
+    arguments = json.dumps({"input": patch})
+    pieces = list(HarmonyWriter().call("apply_patch", arguments))
+    assert _text(pieces) == (
+        f"<|channel|>commentary to=functions.apply_patch<|message|>{patch}<|call|>"
+    )
+    key = call_key("apply_patch", arguments)
+    prompt = read_prompt(
+        PROMPT
+        + _text(pieces)
+        + "<|start|>functions.apply_patch to=assistant<|channel|>commentary<|message|>Done!<|end|>"
+        + "<|start|>assistant",
+        {key: "call_1"},
+    )
+    call, result = prompt.turns[-2:]
+    assert (call.kind, call.name, call.call_id) == ("call", "apply_patch", "call_1")
+    assert json.loads(call.text) == {"input": patch}
+    assert (result.kind, result.text, result.call_id) == ("result", "Done!", "call_1")
