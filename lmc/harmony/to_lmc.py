@@ -87,7 +87,7 @@ def tool_call_format(recipient: str | None) -> str | None:
     name = words[0] if words else ""
     if name in BROWSER_CALLS:
         return name
-    if name == _FUNCTIONS + APPLY_PATCH:
+    if name in (APPLY_PATCH, _FUNCTIONS + APPLY_PATCH):  # models drop the namespace at times
         return APPLY_PATCH
     if not name.startswith(_FUNCTIONS):
         return None

@@ -195,3 +195,14 @@ def test_a_declined_patch_is_not_applied(make_interpreter: MakeInterpreter, fres
     list(interpreter.chat("edit", stream=True, display=False, confirm=lambda block: False))
     assert files_of(fresh) == before
     assert TOOL_DECLINED in backend.prompts[1]
+
+
+def test_a_call_without_the_namespace_is_the_same_tool(
+    make_interpreter: MakeInterpreter, fresh: Path
+) -> None:
+    call = f"<|channel|>commentary to=apply_patch<|message|>{PATCH}<|call|>"
+    interpreter, _ = make_interpreter([call, FINAL.format("Edited.")], auto_run=True)
+    chunks = list(interpreter.chat("edit", stream=True, display=False))
+    assert ("assistant", "tool_call", "apply_patch") in kinds(chunks)
+    assert outputs(chunks) == "Done!"
+    assert (fresh / "notes.txt").read_bytes() == b"alpha\nBETA\ngamma\n"
