@@ -61,9 +61,17 @@ def apply_patch_instructions() -> str:
 
 
 def patch_from_call(text: str) -> str:
-    """The patch a call carries: the text itself, or the string field of a JSON object
-    (``input``, ``patch``, else its only string); ValueError (what the model is told) else."""
-    if not text.lstrip().startswith("{"):
+    """The patch a call carries: the text itself, a JSON string (the declared type, written as
+    JSON), or the string field of a JSON object (``input``, ``patch``, else its only string);
+    ValueError (what the model is told) else."""
+    stripped = text.strip()
+    if stripped.startswith('"'):
+        try:
+            value = json.loads(stripped)
+        except ValueError:
+            return text
+        return value if isinstance(value, str) else text
+    if not stripped.startswith("{"):
         return text
     try:
         data = json.loads(text)
