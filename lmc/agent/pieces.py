@@ -93,9 +93,10 @@ def browser_tools(
 
 
 def patch_tool(s: Settings, root: Callable[[], Path]) -> PatchTool | None:
-    """gpt-oss's apply_patch over the working directory, unless it is off or the working
-    directory is not writable (``--sandbox read-only``)."""
-    if not s.apply_patch or s.sandbox == "read-only":
+    """gpt-oss's apply_patch over the working directory, unless it is off, the working
+    directory is not writable (``--sandbox read-only``), or the code runs on a kernel gateway
+    (its files are on that machine, not here)."""
+    if not s.apply_patch or s.sandbox == "read-only" or s.kernel_gateway:
         return None
     from lmc.agent.patch_tool import PatchTool
 

@@ -61,3 +61,22 @@ def test_the_reference_developer_message_renders_byte_for_byte() -> None:
         "namespace functions {\n\n// Patch a file\ntype apply_patch = (_: string) => any;\n\n"
         "} // namespace functions<|end|>"
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "offered"),
+    [
+        ({}, True),
+        ({"apply_patch": False}, False),
+        ({"sandbox": "read-only"}, False),
+        ({"sandbox": "workspace"}, True),
+        ({"kernel_gateway": "http://gpu-box:8888"}, False),  # its files are over there
+    ],
+)
+def test_when_the_tool_is_offered(options: dict[str, object], offered: bool) -> None:
+    from pathlib import Path
+
+    from lmc.agent.pieces import patch_tool
+    from lmc.settings import Settings
+
+    assert (patch_tool(Settings(**options), Path.cwd) is not None) is offered  # type: ignore[arg-type]
