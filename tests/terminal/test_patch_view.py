@@ -130,3 +130,17 @@ def test_n_declines_with_a_reason_and_e_edits_the_patch() -> None:
     declined = confirmer(BLOCK)
     assert getattr(declined, "reason", None) == "wrong file"
     assert confirmer(BLOCK) == edited
+
+
+def test_r_offers_a_rule_for_patches_and_config_rules_name_the_tool() -> None:
+    from lmc.agent.approvals import Approvals
+
+    terminal, _ = _terminal()
+    asked, ask = _asker("r", "", "s")  # the offered rule, for the session
+    said: list[str] = []
+    confirmer = Confirmer(auto_run=False, terminal=terminal, ask=ask, say=said.append)
+    assert confirmer(BLOCK) is True
+    assert asked[1] == "Approve which command prefix or language? [apply_patch] "
+    assert said[-1] == "approved the tool apply_patch for this session"
+    assert Approvals.from_config(["apply_patch"]).allows(BLOCK) is not None
+    assert Approvals.from_config(["tool:apply_patch"]).allows(BLOCK) is not None
