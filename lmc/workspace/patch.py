@@ -371,6 +371,13 @@ def _checked(path: str) -> str:
     return shown
 
 
+def _encoded(text: str, path: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate the model wrote
+        raise PatchError(f"{path}: the new text is not valid Unicode") from None
+
+
 def plan_patch(text: str, read: Reader) -> list[FileChange]:
     """Every change the patch makes, in order, each hunk checked; :class:`PatchError` for the
     first that cannot be made. ``read(path)`` gives a file's bytes (None: no such file; it may
@@ -381,7 +388,7 @@ def plan_patch(text: str, read: Reader) -> list[FileChange]:
         path = _checked(op.path)
         old = tree.get(path)
         if op.kind == "add":
-            new = op.contents.encode("utf-8")
+            new = _encoded(op.contents, path)
             changes.append(FileChange("add", path, old, new))
             tree.files[path] = new
         elif op.kind == "delete":
@@ -390,7 +397,7 @@ def plan_patch(text: str, read: Reader) -> list[FileChange]:
             tree.files[path] = None
         else:
             source = tree.text(path, "update it")
-            new = updated_text(source, path, op.chunks).encode("utf-8")
+            new = _encoded(updated_text(source, path, op.chunks), path)
             target = _checked(op.move_to) if op.move_to else None
             changes.append(FileChange("update", path, old, new, target))
             if target is not None and target != path:

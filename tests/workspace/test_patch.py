@@ -197,6 +197,7 @@ def test_a_move_keeps_the_file_mode(tmp_path: Path) -> None:
         ),
         (patch("*** Update File: gone.txt", "-x"), "gone.txt: cannot update it: no such file"),
         (patch("*** Delete File: gone.txt"), "gone.txt: cannot delete it: no such file"),
+        (patch("*** Add File: s.txt", "+\ud800"), "s.txt: the new text is not valid Unicode"),
     ],
 )
 def test_bad_patches_change_nothing_and_say_why(tmp_path: Path, text: str, says: str) -> None:
