@@ -1,5 +1,6 @@
-"""apply_patch through chat-style servers (Chat Completions, the Responses API, Ollama's
-/api/chat): offered as Codex declares it (a function taking ``{"input": string}``), the
+"""apply_patch through servers: raw completions get lmc's Harmony prompt (the reference's
+declaration); chat-style ones (Chat Completions, the Responses API, Ollama's /api/chat) are
+offered it as Codex declares it (a function taking ``{"input": string}``), the
 server's call comes back as the raw patch gpt-oss writes, is applied, and goes back with its
 result under the server's id. The servers: support.recorded_patch (assembled from the
 recorded envelopes)."""
@@ -50,7 +51,7 @@ def _conversation(dialect: str, body: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("dialect", ["chat", "responses", "ollama"])
+@pytest.mark.parametrize("dialect", ["completions", "chat", "responses", "ollama"])
 def test_a_servers_patch_call_is_applied_and_answered(tmp_path: Path, dialect: str) -> None:
     routes, path, model = PATCH_SERVERS[dialect]
     work = tmp_path / "work"
@@ -74,6 +75,12 @@ def test_a_servers_patch_call_is_applied_and_answered(tmp_path: Path, dialect: s
     assert "".join(str(c["content"]) for c in calls) == PATCH  # as gpt-oss writes it: raw
     assert {c.get("format") for c in calls} == {"apply_patch"}
     assert EDITED in "".join(str(c.get("content", "")) for c in chunks if c["type"] == "message")
+    if dialect == "completions":  # lmc's own Harmony prompt: the reference's declaration
+        assert "// Patch a file\ntype apply_patch = (_: string) => any;" in bodies[0]["prompt"]
+        assert "Use `apply_patch` to edit files." in bodies[0]["prompt"]
+        result = "<|start|>functions.apply_patch to=assistant<|channel|>commentary<|message|>"
+        assert result + "Done!<|end|>" in bodies[1]["prompt"]
+        return
     assert _tools(dialect, bodies[0]) == {
         "description": "Patch a file",
         "parameters": {

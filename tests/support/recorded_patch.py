@@ -14,7 +14,7 @@ from typing import Any
 
 from support.recorded_common import REASONING, Reply, Route, split, sse, tool_result_seen
 from support.recorded_native import OLLAMA_DONE, _event, _ollama_line
-from support.recorded_openai import HOSTED_MODELS, _hosted_chunk
+from support.recorded_openai import HOSTED_MODELS, VLLM_MODELS, _hosted_chunk, _vllm_text, vllm_raw
 
 __all__ = ["EDITED", "PATCH", "PATCH_SERVERS"]
 
@@ -111,6 +111,21 @@ def ollama_patch_chat(body: dict[str, Any] | None) -> Reply:
     return 200, "application/x-ndjson", lines
 
 
+def vllm_patch_raw(body: dict[str, Any] | None) -> Reply:
+    """vLLM's /v1/completions (raw Harmony, recorded_openai.vllm_raw's envelope): the model's
+    own text, the call to ``functions.apply_patch`` with the raw patch, as gpt-oss writes it."""
+    if not body or not body.get("stream"):
+        return vllm_raw(body)  # lmc's probe
+    if "<|start|>functions.apply_patch to=assistant" in str(body.get("prompt")):
+        pieces = ["<|channel|>", "final", "<|message|>", EDITED]
+    else:
+        pieces = ["<|channel|>", "commentary", " to=functions.apply_patch", "<|message|>"]
+        pieces += split(PATCH, 16)
+    events = [_vllm_text(piece) for piece in pieces]
+    events.append(_vllm_text("", "stop"))  # vLLM leaves out the stop token (<|call|>)
+    return 200, "text/event-stream", sse(*events)
+
+
 def _static(body: Any) -> Route:
     return lambda _request: (200, "application/json", [json.dumps(body).encode()])
 
@@ -121,6 +136,11 @@ PATCH_SERVERS: dict[str, tuple[dict[str, Route], str, str | None]] = {
         {"/v1/models": _static(HOSTED_MODELS), "/v1/chat/completions": openai_patch_chat},
         "/v1/chat/completions",
         "gpt-oss-120b",
+    ),
+    "completions": (
+        {"/v1/models": _static(VLLM_MODELS), "/v1/completions": vllm_patch_raw},
+        "/v1/completions",
+        None,
     ),
     "responses": ({"/v1/responses": vllm_patch_responses}, "/v1/responses", None),
     "ollama": (
