@@ -78,8 +78,8 @@ def test_a_servers_patch_call_is_applied_and_answered(tmp_path: Path, dialect: s
     if dialect == "completions":  # lmc's own Harmony prompt: the reference's declaration
         assert "// Patch a file\ntype apply_patch = (_: string) => any;" in bodies[0]["prompt"]
         assert "Use `apply_patch` to edit files." in bodies[0]["prompt"]
-        result = "<|start|>functions.apply_patch to=assistant<|channel|>commentary<|message|>"
-        assert result + "Done!<|end|>" in bodies[1]["prompt"]
+        header = "<|start|>functions.apply_patch to=assistant<|channel|>commentary<|message|>"
+        assert header + "Done!<|end|>" in bodies[1]["prompt"]
         return
     assert _tools(dialect, bodies[0]) == {
         "description": "Patch a file",
