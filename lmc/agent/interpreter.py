@@ -141,7 +141,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         #: Tokens by turn (the position of the turn's user message), this conversation.
         self._usage: dict[int, TokenUsage] = {}
         self.tools: McpTools | None = mcp_tools(s)
-        #: gpt-oss's apply_patch (None: off, or the working directory is read-only).
+        #: gpt-oss's apply_patch (None: off, the working directory read-only, or a gateway).
         self.patch_tool = patch_tool(s, self._workdir)
         #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``), made when
         #: the model is loaded or first prompted (see :meth:`_open_browser`).
@@ -381,11 +381,12 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         cwd = getattr(self._computer, "cwd", None)
         cwd = str(cwd) if cwd is not None else None
         extra = self.tools.descriptions() if self.tools is not None else []
-        patching = self.patch_tool is not None
-        if self.patch_tool is not None:
-            extra += self.patch_tool.descriptions()
-        from lmc.agent.patch_tool import apply_patch_instructions
+        patch_instructions = ""
+        if self.patch_tool is not None:  # gpt-oss's apply_patch, with the reference's text
+            from lmc.agent.patch_tool import apply_patch_instructions
 
+            extra = [*extra, *self.patch_tool.descriptions()]
+            patch_instructions = apply_patch_instructions()
         names = tuple(tool.name for tool in extra)
         self._open_browser()
         browser = self.browser_tools is not None
@@ -397,9 +398,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
                 instructions = f"{instructions.strip()}\n\n{agents}" if instructions else agents
             messages = [
                 system_message(self.reasoning, browser=browser),
-                developer_message(
-                    instructions, cwd, extra, apply_patch_instructions() if patching else ""
-                ),
+                developer_message(instructions, cwd, extra, patch_instructions),
             ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
             # Function arguments are sampled under a grammar from these schemas (llama.cpp).
