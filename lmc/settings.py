@@ -460,6 +460,16 @@ class Settings:
         minimum=1,
         help="A working directory with more files than this gets no checkpoints.",
     )
+    #: gpt-oss's apply_patch tool (issue 30), declared when the working directory is writable.
+    apply_patch: bool = option(
+        True,
+        kind="bool",
+        flags=("--apply-patch",),
+        off_flag="--no-apply-patch",
+        help="Offer the model the apply_patch tool it was trained with: it edits files with "
+        "patches you confirm as diffs (not with --sandbox read-only) [default: on].",
+        panel=SESSION,
+    )
     agents_md_max_bytes: int = option(
         32 * 1024,
         kind="int",

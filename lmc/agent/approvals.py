@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from lmc.agent.tools import FUNCTION_LANGUAGES
+from lmc.harmony.to_lmc import APPLY_PATCH
 from lmc.messages import Block
 
 __all__ = [
@@ -136,13 +137,16 @@ def _every_line_starts_with(code: str, prefix: str) -> bool:
 
 
 def parse_rule(text: str, *, saved: bool = False) -> Rule:
-    """A rule from its text: a language name, ``tool:NAME`` or a dotted ``SERVER.TOOL``,
-    else a shell command prefix. Raises ValueError (its message is for the person)."""
+    """A rule from its text: a language name, ``tool:NAME``, a dotted ``SERVER.TOOL`` or
+    ``apply_patch``, else a shell command prefix. Raises ValueError (its message is for the
+    person)."""
     text = " ".join(text.split())
     if not text:
         raise ValueError("an approval rule cannot be empty")
     if text.lower() in LANGUAGES:
         return Rule(text.lower(), "language", saved)
+    if text == APPLY_PATCH:  # gpt-oss's patch tool: a tool, though it has no dot
+        return Rule(text, "tool", saved)
     if text.startswith("tool:"):
         name = text.removeprefix("tool:").strip()
         if not name:

@@ -22,6 +22,7 @@ from typing import Any
 
 from lmc.harmony import tokens
 from lmc.harmony.render import render_message
+from lmc.harmony.to_lmc import APPLY_PATCH
 from lmc.harmony.tokens import CHANNEL, START
 from lmc.harmony.types import Message as HarmonyMessage
 from lmc.messages import Message, console_output
@@ -97,15 +98,25 @@ def assistant_call_harmony(language: str, code: str) -> str:
     return render_message(message)
 
 
-def tool_call_harmony(fmt: str, arguments: str) -> str:
-    """How a call to the MCP tool ``SERVER.TOOL`` would be written (``functions.SERVER__TOOL``)."""
+def tool_call_recipient(fmt: str) -> str:
+    """Who a tool_call chunk of this format was written to: ``functions.SERVER__TOOL`` for the
+    MCP tool ``SERVER.TOOL``, ``functions.apply_patch`` for a patch."""
+    if fmt == APPLY_PATCH:
+        return f"functions.{fmt}"
     server, _, tool = fmt.partition(".")
+    return f"functions.{server}__{tool}"
+
+
+def tool_call_harmony(fmt: str, arguments: str) -> str:
+    """How a call to the MCP tool ``SERVER.TOOL`` would be written (``functions.SERVER__TOOL``);
+    a patch (its argument a string, as gpt-oss's reference declares it) as the raw text."""
+    raw = fmt == APPLY_PATCH and not arguments.lstrip().startswith("{")
     message = HarmonyMessage.from_text(
         "assistant",
         escape_markers(arguments),
-        recipient=f"functions.{server}__{tool}",
+        recipient=tool_call_recipient(fmt),
         channel="commentary",
-        content_type="<|constrain|>json",
+        content_type=None if raw else "<|constrain|>json",
     )
     return render_message(message)
 
@@ -179,8 +190,7 @@ def derive_harmony(
         elif kind == "tool_call":
             fmt = str(message.get("format"))
             out[index] = tool_call_harmony(fmt, content)
-            server, _, tool = fmt.partition(".")
-            call = (index, f"functions.{server}__{tool}", "commentary")
+            call = (index, tool_call_recipient(fmt), "commentary")
     close_call()
     return out
 

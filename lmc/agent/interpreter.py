@@ -29,7 +29,14 @@ from lmc.agent.compaction import Compactor
 from lmc.agent.display import Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call
 from lmc.agent.loop import ComputerLike, Loop, LoopSettings
-from lmc.agent.pieces import backend_config, browser_tools, mcp_tools, sandbox_options, tool_set
+from lmc.agent.pieces import (
+    backend_config,
+    browser_tools,
+    mcp_tools,
+    patch_tool,
+    sandbox_options,
+    tool_set,
+)
 from lmc.agent.storage import ConversationStore, TokenUsage
 from lmc.agent.tools import (
     argument_schemas,
@@ -134,6 +141,8 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         #: Tokens by turn (the position of the turn's user message), this conversation.
         self._usage: dict[int, TokenUsage] = {}
         self.tools: McpTools | None = mcp_tools(s)
+        #: gpt-oss's apply_patch (None: off, the working directory read-only, or a gateway).
+        self.patch_tool = patch_tool(s, self._workdir)
         #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``), made when
         #: the model is loaded or first prompted (see :meth:`_open_browser`).
         self.browser_tools: BrowserTools | None = None
@@ -152,7 +161,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
-            tools=tool_set(self.tools),
+            tools=tool_set(self.tools, self.patch_tool),
             usage=self._count_usage,
         )
         if s.compaction:
@@ -185,7 +194,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         self.browser_tools = browser_tools(
             s.browser, s.browser_url, s.browser_allow_private, self._count_tokens
         )
-        self._loop.tools = tool_set(self.tools, self.browser_tools)
+        self._loop.tools = tool_set(self.tools, self.patch_tool, self.browser_tools)
 
     # -- the pieces, created when first needed ------------------------------------------------
 
@@ -372,6 +381,12 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         cwd = getattr(self._computer, "cwd", None)
         cwd = str(cwd) if cwd is not None else None
         extra = self.tools.descriptions() if self.tools is not None else []
+        patch_instructions = ""
+        if self.patch_tool is not None:  # gpt-oss's apply_patch, with the reference's text
+            from lmc.agent.patch_tool import apply_patch_instructions
+
+            extra = [*extra, *self.patch_tool.descriptions()]
+            patch_instructions = apply_patch_instructions()
         names = tuple(tool.name for tool in extra)
         self._open_browser()
         browser = self.browser_tools is not None
@@ -383,7 +398,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
                 instructions = f"{instructions.strip()}\n\n{agents}" if instructions else agents
             messages = [
                 system_message(self.reasoning, browser=browser),
-                developer_message(instructions, cwd, extra),
+                developer_message(instructions, cwd, extra, patch_instructions),
             ]
             self._prefix_cache = (key, render_conversation(messages, next_role=None))
             # Function arguments are sampled under a grammar from these schemas (llama.cpp).

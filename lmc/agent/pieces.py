@@ -12,6 +12,7 @@ from lmc.backends.base import BackendConfig
 from lmc.settings import Settings
 
 if TYPE_CHECKING:
+    from lmc.agent.patch_tool import PatchTool
     from lmc.agent.tool_calls import ExternalTools
     from lmc.browser.tools import BrowserTools
     from lmc.mcp.tools import McpTools
@@ -20,6 +21,7 @@ __all__ = [
     "backend_config",
     "browser_tools",
     "mcp_tools",
+    "patch_tool",
     "sandbox_limits",
     "sandbox_options",
     "tool_set",
@@ -90,8 +92,19 @@ def browser_tools(
     return BrowserTools(Browser(backend, count_tokens=count_tokens))
 
 
+def patch_tool(s: Settings, root: Callable[[], Path]) -> PatchTool | None:
+    """gpt-oss's apply_patch over the working directory, unless it is off, the working
+    directory is not writable (``--sandbox read-only``), or the code runs on a kernel gateway
+    (its files are on that machine, not here)."""
+    if not s.apply_patch or s.sandbox == "read-only" or s.kernel_gateway:
+        return None
+    from lmc.agent.patch_tool import PatchTool
+
+    return PatchTool(root)
+
+
 def tool_set(*found: ExternalTools | None) -> ExternalTools | None:
-    """MCP servers' tools and the browser, as the loop sees them (None: neither)."""
+    """MCP servers' tools, apply_patch and the browser, as the loop sees them (None: none)."""
     providers = [p for p in found if p is not None]
     if not providers:
         return None

@@ -34,7 +34,7 @@ from lmc.harmony.conversation import (
     python_tool_namespace,
 )
 from lmc.harmony.json_string import CODE_FIELDS
-from lmc.harmony.to_lmc import call_code, tool_language
+from lmc.harmony.to_lmc import TOOL_SEPARATOR, call_code, tool_language
 from lmc.harmony.types import Message as HarmonyMessage
 from lmc.messages import CODE_FORMATS, CodeFormat
 
@@ -155,7 +155,7 @@ def function_specs(messages: Iterable[HarmonyMessage]) -> list[FunctionSpec]:
                     description = namespace.description or namespace.name
                     specs.append(FunctionSpec(namespace.name, description, CODE_SCHEMA))
                 for tool in namespace.tools:
-                    parameters = tool.parameters or {"type": "object", "properties": {}}
+                    parameters = _object_schema(tool.parameters)
                     if namespace.name == "functions":
                         specs.append(FunctionSpec(tool.name, tool.description, parameters))
                         continue
@@ -164,6 +164,20 @@ def function_specs(messages: Iterable[HarmonyMessage]) -> list[FunctionSpec]:
                     name = recipient.replace(".", "_")
                     specs.append(FunctionSpec(name, tool.description, parameters, recipient))
     return specs
+
+
+#: How a tool whose one argument is not an object (apply_patch's string) is offered to servers
+#: whose function tools take objects: as Codex declares apply_patch, ``{"input": ...}``.
+INPUT_FIELD: Final = "input"
+
+
+def _object_schema(parameters: dict[str, Any] | None) -> dict[str, Any]:
+    if parameters is None:
+        return {"type": "object", "properties": {}}
+    if parameters.get("type", "object") == "object":
+        return parameters
+    inner = {k: v for k, v in parameters.items() if k != "default"}
+    return {"type": "object", "properties": {INPUT_FIELD: inner}, "required": [INPUT_FIELD]}
 
 
 def _where() -> str:
@@ -177,10 +191,13 @@ def developer_message(
     instructions: str | None = None,
     cwd: str | None = None,
     extra_tools: Sequence[ToolDescription] = (),
+    tool_instructions: str = "",
 ) -> HarmonyMessage:
     """Where the model runs and how to use the tools, plus the person's own instructions.
 
-    ``extra_tools`` (MCP servers' tools) join the language functions in ``functions``.
+    ``extra_tools`` (MCP servers' tools, apply_patch) join the language functions in
+    ``functions``; ``tool_instructions`` (apply_patch.md) follow the instructions after a
+    newline, unchanged, as OpenAI's reference appends them.
     """
     languages = function_languages()
     lines = [
@@ -195,7 +212,7 @@ def developer_message(
         "- Work in small steps: run code, read its output, then continue. Finish with an "
         "answer on the final channel.",
     ]
-    if extra_tools:
+    if any(TOOL_SEPARATOR in tool.name for tool in extra_tools):
         lines.append(
             "- The functions named SERVER__TOOL are tools of the user's MCP servers; the user "
             "sees each call and may decline it."
@@ -203,6 +220,8 @@ def developer_message(
     text = "\n".join(lines)
     if instructions:
         text += "\n\n" + instructions.strip()
+    if tool_instructions:
+        text += "\n" + tool_instructions
     tools = [
         ToolDescription(lang, _FUNCTION_DESCRIPTIONS[lang], dict(_CODE_PARAMETERS))
         for lang in languages

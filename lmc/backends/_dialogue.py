@@ -26,6 +26,7 @@ from lmc.harmony.parser import StreamParser
 
 __all__ = [
     "CODE_SCHEMA",
+    "RAW_ARGUMENTS",
     "FunctionSpec",
     "HarmonyWriter",
     "Prompt",
@@ -43,6 +44,10 @@ CODE_SCHEMA: Final[Mapping[str, Any]] = {
     "properties": {"code": {"type": "string", "description": "The code to run."}},
     "required": ["code"],
 }
+#: Functions whose Harmony argument is the raw text (a string parameter, as gpt-oss's
+#: apply_patch is declared), offered to chat servers as an object with this one field (Codex's
+#: ``{"input": ...}``); their calls come back as the raw text, as gpt-oss writes them.
+RAW_ARGUMENTS: Final[Mapping[str, str]] = {"apply_patch": "input"}
 _REASONING_RE: Final = re.compile(r"^Reasoning: (low|medium|high)$", re.MULTILINE)
 _ZWSP_MARKER: Final = "<\u200b|"
 
@@ -107,13 +112,25 @@ def call_arguments(name: str, text: str) -> str:
             except ValueError:
                 pass
         return json.dumps({"code": text}, ensure_ascii=False)
+    if name in RAW_ARGUMENTS and not _is_object(text):
+        return json.dumps({RAW_ARGUMENTS[name]: text}, ensure_ascii=False)
     return text.strip() or "{}"
+
+
+def _is_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def call_key(name: str, arguments: str) -> tuple[str, str]:
     """How a call the server made is found again when the prompt is read back."""
-    text = _python_code(arguments) if name == "python" else arguments
-    return name, call_arguments(name, text)
+    if name == "python":
+        arguments = _python_code(arguments)
+    elif name in RAW_ARGUMENTS:
+        arguments = _field_text(arguments, (RAW_ARGUMENTS[name],))
+    return name, call_arguments(name, arguments)
 
 
 def read_prompt(
@@ -235,6 +252,10 @@ class HarmonyWriter:
             yield from self._header("analysis", " to=python code")
             yield Piece(tokens.MESSAGE, special=True)
             yield Piece(_python_code(arguments))
+        elif name in RAW_ARGUMENTS:
+            yield from self._header("commentary", f" to=functions.{name}")
+            yield Piece(tokens.MESSAGE, special=True)
+            yield Piece(_field_text(arguments, (RAW_ARGUMENTS[name],)))
         else:
             yield from self._header("commentary", f" to=functions.{name} ")
             yield Piece(tokens.CONSTRAIN, special=True)
@@ -254,12 +275,17 @@ class HarmonyWriter:
 
 def _python_code(arguments: str) -> str:
     """The code of a python call (its ``code`` argument), or the arguments as they are."""
+    return _field_text(arguments, ("code", "source", "script", "input"))
+
+
+def _field_text(arguments: str, keys: Sequence[str]) -> str:
+    """The first of these string fields of a JSON object, or the arguments as they are."""
     try:
         data = json.loads(arguments)
     except ValueError:
         return arguments
     if isinstance(data, dict):
-        for key in ("code", "source", "script", "input"):
+        for key in keys:
             if isinstance(data.get(key), str):
                 return str(data[key])
     return arguments

@@ -249,7 +249,9 @@ class ArgumentGrammar:
             return
         name = recipient.split()[0]
         schema = self._schemas.get(name) or self._schemas.get(f"functions.{name}")
-        if schema is None:
+        if schema is None or schema.get("type", "object") != "object":
+            # A tool whose argument is not an object (apply_patch's is a string: the patch
+            # itself, as gpt-oss was trained) takes the raw text: sampled freely.
             return
         gbnf = schema_grammar(schema)
         if gbnf is None:

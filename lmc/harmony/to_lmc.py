@@ -38,6 +38,7 @@ from lmc.harmony.types import ASSISTANT
 from lmc.messages import Chunk, CodeFormat, TextChunk, flag_of, is_code_format, with_text
 
 __all__ = [
+    "APPLY_PATCH",
     "BROWSER_CALLS",
     "TOOL_SEPARATOR",
     "LmcMapper",
@@ -56,6 +57,9 @@ BROWSER_CALLS = frozenset({"browser.search", "browser.open", "browser.find"})
 
 #: Between the server's and the tool's name in an MCP tool's function name.
 TOOL_SEPARATOR = "__"
+#: gpt-oss's apply_patch tool (lmc.agent.patch_tool): its calls show as tool_call chunks of
+#: this format, the patch as their content.
+APPLY_PATCH = "apply_patch"
 
 
 def tool_language(recipient: str | None) -> CodeFormat | None:
@@ -76,13 +80,15 @@ def tool_language(recipient: str | None) -> CodeFormat | None:
 def tool_call_format(recipient: str | None) -> str | None:
     """``SERVER.TOOL`` for a call to ``functions.SERVER__TOOL`` (an MCP tool), the recipient
     itself for gpt-oss's browser (``browser.search``, ``browser.open``, ``browser.find``),
-    else None."""
+    ``apply_patch`` for ``functions.apply_patch``, else None."""
     if not recipient:
         return None
     words = recipient.split()
     name = words[0] if words else ""
     if name in BROWSER_CALLS:
         return name
+    if name in (APPLY_PATCH, _FUNCTIONS + APPLY_PATCH):  # models drop the namespace at times
+        return APPLY_PATCH
     if not name.startswith(_FUNCTIONS):
         return None
     server, separator, tool = name[len(_FUNCTIONS) :].partition(TOOL_SEPARATOR)

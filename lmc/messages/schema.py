@@ -60,8 +60,9 @@ FORMATS_BY_TYPE: Final[Mapping[str, tuple[str | None, ...]]] = {
     "code": CODE_FORMATS,
     "audio": AUDIO_FORMATS,
     "confirmation": ("execution",),
-    # lmc's extension: a call to an MCP tool; its format is "SERVER.TOOL" (see TOOL_CALL_FORMAT).
-    "tool_call": (),
+    # lmc's extension: a call to an MCP tool; its format is "SERVER.TOOL" (see TOOL_CALL_FORMAT),
+    # or "apply_patch" (gpt-oss's patch tool: the content is the V4A patch).
+    "tool_call": ("apply_patch",),
     # lmc's extension: the files a code block changed, as a list of
     # {"path", "change" ("added"|"deleted"|"modified"), "added", "removed"} (lines; null: binary).
     "files": ("changes",),

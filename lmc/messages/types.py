@@ -123,10 +123,11 @@ class CodeBlock(TypedDict):
 
 
 class ToolCallBlock(TypedDict):
-    """An MCP or browser tool call about to run: its arguments as JSON."""
+    """An MCP or browser tool call about to run: its arguments as JSON; or a patch
+    (``apply_patch``): the V4A patch text."""
 
     type: Literal["tool_call"]
-    format: str  # SERVER.TOOL
+    format: str  # SERVER.TOOL, or apply_patch
     content: str
 
 
@@ -145,7 +146,7 @@ class ConfirmationChunk(_Flags):
 
 class ToolCallChunk(_Flags):
     """lmc's extension: a call to an MCP tool, its format ``SERVER.TOOL``, its content the
-    arguments as JSON."""
+    arguments as JSON; or gpt-oss's ``apply_patch``, its content the patch."""
 
     role: Role
     type: Literal["tool_call"]

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from lmc.agent.approvals import Answer, Approvals, Declined, kind_rule, parse_rule, suggested_prefix
 from lmc.errors import ConfigError, LmcError
+from lmc.harmony.to_lmc import APPLY_PATCH
 from lmc.messages import Block, ConfirmationChunk
 from lmc.terminal.question import Terminal
 
@@ -170,6 +171,11 @@ class Confirmer:
         tool = block["type"] == "tool_call"
         size = self.terminal.size()
         height, width = max(size.lines, 8), max(size.columns, 20)
+        if tool and language == APPLY_PATCH:  # a patch is shown as a diff, file by file
+            from lmc.terminal.patch_view import patch_view
+
+            self.terminal.show(patch_view(code, height))
+            return
         self.terminal.show(confirm_view(language, code, height, tool=tool, width=width))
 
     def _question(self, block: Block, language: str, code: str) -> Answer:

@@ -48,6 +48,7 @@ LEXERS = {
     "r": "r",
     "applescript": "applescript",
     "html": "html",
+    "apply_patch": "diff",  # a patch as it streams: its + and - lines coloured
 }
 CODE_THEME = "monokai"
 ACTIVE_LINE = Style(bgcolor="grey30", bold=True)

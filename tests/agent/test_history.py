@@ -141,3 +141,19 @@ def test_markers_in_text_from_people_and_programs_stay_text() -> None:
     assert [m.role for m in parsed] == ["system", "user", "assistant", "tool"]
     assert parsed[1].text == "what does <\u200b|end|> mean?"
     assert parsed[3].text == "<\u200b|return|>\n"
+
+
+def test_a_patch_is_derived_as_gpt_oss_writes_it() -> None:
+    """A stored apply_patch call (no Harmony text kept) becomes the raw call and its result."""
+    patch = "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch"
+    messages: list[Message] = [
+        {"role": "user", "type": "message", "content": "remove a.txt"},
+        {"role": "assistant", "type": "tool_call", "format": "apply_patch", "content": patch},
+        {"role": "computer", "type": "console", "format": "output", "content": "Done!"},
+    ]
+    texts = derive_harmony(messages)
+    header = "<|start|>assistant to=functions.apply_patch<|channel|>commentary<|message|>"
+    assert texts[1] == f"{header}{patch}<|call|>"
+    assert texts[2] == (
+        "<|start|>functions.apply_patch to=assistant<|channel|>commentary<|message|>Done!<|end|>"
+    )

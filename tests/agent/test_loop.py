@@ -386,6 +386,7 @@ def test_oldest_turns_are_dropped_to_fit_the_context_and_it_says_so_once(
         context_size=4096,
         auto_run=True,
         compaction=False,  # the fallback when no summary can be had (tests/agent/test_compaction)
+        apply_patch=False,  # apply_patch.md takes much of the tiny model's small context
     )
     prefix = backend.count_tokens(interpreter._prefix())
     budget = 4096 - 1024 - prefix  # what the history may take

@@ -289,3 +289,29 @@ def test_reasoning_under_both_names_is_read_once_and_sent_back_as_reasoning() ->
     sent = recorded.bodies("/v1/chat/completions")[-1]["messages"]
     [assistant] = [m for m in sent if m["role"] == "assistant" and m.get("tool_calls")]
     assert assistant.get("reasoning") == "Need python." and "reasoning_content" not in assistant
+
+
+def test_a_patch_call_is_written_raw_and_read_back_as_codexs_arguments() -> None:
+    """apply_patch's argument is a string in Harmony (the reference's declaration): the
+    server's ``{"input": PATCH}`` is written as the raw patch gpt-oss writes, and read back
+    into the same arguments, so the server's id is found again."""
+    from lmc.backends._dialogue import call_key
+
+    patch = "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch\n"
+    arguments = json.dumps({"input": patch})
+    pieces = list(HarmonyWriter().call("apply_patch", arguments))
+    assert _text(pieces) == (
+        f"<|channel|>commentary to=functions.apply_patch<|message|>{patch}<|call|>"
+    )
+    key = call_key("apply_patch", arguments)
+    prompt = read_prompt(
+        PROMPT
+        + _text(pieces)
+        + "<|start|>functions.apply_patch to=assistant<|channel|>commentary<|message|>Done!<|end|>"
+        + "<|start|>assistant",
+        {key: "call_1"},
+    )
+    call, result = prompt.turns[-2:]
+    assert (call.kind, call.name, call.call_id) == ("call", "apply_patch", "call_1")
+    assert json.loads(call.text) == {"input": patch}
+    assert (result.kind, result.text, result.call_id) == ("result", "Done!", "call_1")

@@ -177,3 +177,21 @@ def test_the_utf8_automaton_agrees_with_pythons_decoder(data: bytes) -> None:
     assert (_walk(0, data) == 0) == valid
     if valid:
         assert all(_walk(0, data[:k]) is not None for k in range(len(data)))
+
+
+def test_a_string_argument_is_sampled_freely() -> None:
+    """apply_patch's argument is a string (the raw patch, as gpt-oss's reference declares
+    it): no grammar is switched on for it even under a json content type, so the raw text
+    the model was trained to write can be sampled."""
+    from lmc.backends._grammar import ArgumentGrammar
+
+    patch = {"type": "string", "description": "Formatted patch code"}
+    grammar = ArgumentGrammar(
+        {"functions.apply_patch": patch}, vocab=None, utf8=lambda: pytest.fail("no grammar")
+    )
+    grammar._maybe_start("functions.apply_patch", "<|constrain|>json")
+    assert not grammar.active
+    # Without the check a grammar would be made: one for a quoted JSON string, which a raw
+    # patch (``*** Begin Patch`` ...) can never be.
+    gbnf = schema_grammar(patch)
+    assert gbnf is not None and 'root ::= "\\"" char* "\\""' in gbnf

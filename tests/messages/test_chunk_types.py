@@ -56,8 +56,8 @@ def test_each_typeddict_allows_exactly_the_formats_of_its_type(kind: str) -> Non
         assert allowed == (None,)
         return
     declared = _bare(hints["format"])
-    if kind == "tool_call":  # "SERVER.TOOL": checked by a pattern, not a list
-        assert declared is str and allowed == ()
+    if kind == "tool_call":  # "SERVER.TOOL": checked by a pattern; or apply_patch
+        assert declared is str and allowed == ("apply_patch",)
         assert TOOL_CALL_FORMAT.fullmatch("files.read_file")
         return
     assert get_origin(declared) is Literal

@@ -62,6 +62,7 @@ def test_the_developer_message_carries_it_and_is_unchanged_without(
         computer=Here(),  # type: ignore[arg-type]
         db_path=tmp_path / "c.db",
         instructions="Be brief.",
+        apply_patch=False,  # its instructions would follow AGENTS.md
     ) as interpreter:
         prefix = interpreter._prefix()
         assert "Be brief.\n\n# AGENTS.md" in prefix
