@@ -178,6 +178,8 @@ class RewindReport:
     restored: list[str] = field(default_factory=list)
     workdir: str | None = None
     checkpointed: bool = False
+    #: Paths left as they were, each with why (a folder on the way became a link, ...).
+    problems: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         if not self.messages:
@@ -195,8 +197,11 @@ class RewindReport:
             out.append(
                 f"restored {count} file{'s' if count != 1 else ''} in {self.workdir}: {shown}"
             )
-        else:
+        elif not self.problems:
             out.append(f"the files in {self.workdir} were already as before it")
+        out.extend(f"not restored: {problem}" for problem in self.problems[:20])
+        if len(self.problems) > 20:
+            out.append(f"... and {len(self.problems) - 20} more not restored")
         out.append(KERNEL_NOTE)
         return out
 
@@ -266,12 +271,15 @@ def rewind(
     if records:
         report.checkpointed = True
         report.workdir = records[0].workdir
-        report.restored = _restore(_repo_of(records[0], store, caps), records, force=force)
+        repo = _repo_of(records[0], store, caps)
+        report.restored = _restore(repo, records, force=force, problems=report.problems)
     store.truncate(conversation_id, keep)
     return report, keep
 
 
-def _restore(repo: ShadowRepo, records: list[CheckpointRecord], *, force: bool) -> list[str]:
+def _restore(
+    repo: ShadowRepo, records: list[CheckpointRecord], *, force: bool, problems: list[str]
+) -> list[str]:
     from lmc.workspace.changes import changes_between
 
     if not repo.workdir.is_dir():
@@ -286,7 +294,7 @@ def _restore(repo: ShadowRepo, records: list[CheckpointRecord], *, force: bool) 
             f"last turn ({shown}); undo would overwrite them: nothing was undone",
             hint="%undo --force (or lmc undo --force) restores anyway",
         )
-    return repo.restore(records[0].before, current)
+    return repo.restore(records[0].before, current, problems)
 
 
 def last_turn_patch(store: ConversationStore, conversation_id: str) -> str | None:

@@ -31,6 +31,14 @@ from typing import Final
 from lmc.errors import WorkspaceError
 from lmc.paths import data_dir, private_dir
 from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
+from lmc.workspace.restoring import (
+    default_perm,
+    remove_paths,
+    set_modes,
+    tree_entries,
+    write_entries,
+)
+from lmc.workspace.untrusted import UnsafePathError, read_regular
 
 __all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_FILE_BYTES", "ShadowRepo", "Snapshot"]
 
@@ -48,6 +56,7 @@ _IDENTITY: Final = {
     "GIT_COMMITTER_EMAIL": "lmc@localhost",
 }
 _HEAD_REF: Final = "refs/lmc/head"
+_MAX_EXCLUDE_BYTES: Final = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +83,6 @@ def _encode(path: str) -> bytes:
 def _exclude_line(path: str) -> str:
     """An anchored .gitignore pattern matching exactly ``path``."""
     return "/" + "".join("\\" + c if c in "*?[]\\!# " else c for c in path)
-
-
-def _default_perm(exec_bit: bool) -> int:
-    return 0o755 if exec_bit else 0o644
 
 
 class ShadowRepo:
@@ -229,9 +234,12 @@ class ShadowRepo:
     def _list(self) -> _Listing:
         """The files a snapshot takes (tracked or not ignored), with sizes checked."""
         listing = _Listing()
+        folders: dict[str, bool] = {}
         for raw in self._ls_files():
             path = raw.decode("utf-8", "surrogateescape")
             try:
+                if not self._real_folders(path, folders):
+                    raise NotADirectoryError(path)  # a folder on its way is now a link
                 info = os.lstat(self.workdir / path)
             except OSError:
                 listing.paths.append(path)  # deleted since: add -A records that
@@ -244,9 +252,24 @@ class ShadowRepo:
                 continue
             listing.paths.append(path)
             perm = stat.S_IMODE(info.st_mode)
-            if perm != _default_perm(bool(perm & 0o100)):
+            if perm != default_perm(bool(perm & 0o100)):
                 listing.modes[path] = perm
         return listing
+
+    def _real_folders(self, path: str, known: dict[str, bool]) -> bool:
+        """Whether every folder above ``path`` is a folder, not a link (``lstat`` of the
+        file itself would follow a linked folder on the way out of the working directory)."""
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            if folder not in known:
+                try:
+                    known[folder] = stat.S_ISDIR(os.lstat(self.workdir / folder).st_mode)
+                except OSError:
+                    known[folder] = False
+            if not known[folder]:
+                return False
+        return True
 
     def _ls_files(self) -> list[bytes]:
         """``git ls-files`` streamed, stopped as soon as there are too many files."""
@@ -282,10 +305,11 @@ class ShadowRepo:
 
     def _write_excludes(self) -> None:
         """The shadow's info/exclude: the project's own, and lmc's own files."""
-        project = self.workdir / ".git" / "info" / "exclude"
         text = ""
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            text = project.read_text(encoding="utf-8")
+        with contextlib.suppress(OSError, UnicodeDecodeError, UnsafePathError):
+            # the model's to write: never through a link, never more than 1 MiB
+            data = read_regular(self.workdir, ".git/info/exclude", _MAX_EXCLUDE_BYTES) or b""
+            text = data[:_MAX_EXCLUDE_BYTES].decode("utf-8")
         text = "\n".join([text.rstrip("\n"), *(_exclude_line(p) for p in self._own)]) + "\n"
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
@@ -316,59 +340,29 @@ class ShadowRepo:
 
     # -- restoring ---------------------------------------------------------------------------
 
-    def restore(self, target: str, current: Snapshot) -> list[str]:
+    def restore(
+        self, target: str, current: Snapshot, problems: list[str] | None = None
+    ) -> list[str]:
         """Make the working directory's files what snapshot ``target`` recorded (files that
         snapshot did not take, such as ignored ones, are left alone); returns the paths
-        written or removed."""
+        written or removed. A path that cannot be restored safely (a folder on its way is now
+        a link, a file became a folder) is left as it is, and why goes into ``problems``."""
+        problems = [] if problems is None else problems
+        root = str(self.workdir)
         with self._locked():
             raw = self.git("diff-tree", "-r", "-z", "--no-renames", current.commit, target).split(
                 b"\0"
             )
-            removed, written = _restore_plan(raw)
-            for path in removed:
-                self._remove(path)
-            if written:
-                index = self.git_dir / "restore-index"
-                self.git("read-tree", target, index=index)
-                data = b"\0".join(_encode(p) for p in written)
-                self.git("checkout-index", "-f", "-z", "--stdin", data=data, index=index)
-                with contextlib.suppress(OSError):
-                    index.unlink()
+            removing, writing = _restore_plan(raw)
+            removed = remove_paths(root, removing, problems)
+            entries = tree_entries(self.git, target, writing)
             wanted, had = self.modes(target), self.modes(current.commit)
+            written = write_entries(self.git, root, entries, wanted, problems)
             rechmod = {p for p in {*wanted, *had} if wanted.get(p) != had.get(p)}
-            rechmod -= set(removed) - set(written)
-            self._set_modes(wanted, [*written, *sorted(rechmod)])
+            rechmod -= {*removing, *writing}
+            chmodded = set_modes(root, wanted, sorted(rechmod), problems)
             self._last = None
-            return sorted({*removed, *written, *rechmod})
-
-    def _remove(self, path: str) -> None:
-        full = self.workdir / path
-        with contextlib.suppress(FileNotFoundError):
-            if full.is_dir() and not full.is_symlink():
-                return  # an embedded repository: not ours to delete
-            full.unlink()
-        parent = full.parent
-        while parent != self.workdir and self.workdir in parent.parents:
-            try:
-                parent.rmdir()  # only when empty
-            except OSError:
-                break
-            parent = parent.parent
-
-    def _set_modes(self, recorded: dict[str, int], paths: Sequence[str]) -> None:
-        for path in paths:
-            full = self.workdir / path
-            try:
-                info = os.lstat(full)
-            except OSError:
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            wanted = recorded.get(path)
-            if wanted is None:
-                wanted = _default_perm(bool(info.st_mode & 0o100))
-            if stat.S_IMODE(info.st_mode) != wanted:
-                full.chmod(wanted)
+            return sorted({*removed, *written, *chmodded})
 
 
 def _restore_plan(raw: list[bytes]) -> tuple[list[str], list[str]]:
