@@ -221,6 +221,18 @@ class Computer:
         _shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
         self._finalizer.detach()
 
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[set[int]]:
+        """Every process of the local kernels (and what their code started) stopped for the
+        block: undo works on the files with nothing racing it. Yields the pids stopped."""
+        from lmc.computer.freezing import frozen
+
+        with self._lock:  # a gateway's kernels run elsewhere: they have no pid here
+            pids = (getattr(s, "pid", None) for s in self._sessions.values())
+            roots = [pid for pid in pids if isinstance(pid, int)]
+        with frozen(roots) as stopped:
+            yield stopped
+
     def __enter__(self) -> Computer:
         return self
 
