@@ -25,11 +25,10 @@ from lmc.messages import Message, text_of
 from lmc.workspace.agents_md import AgentsDoc, read_agents
 
 if TYPE_CHECKING:
-    from lmc.agent.loop import ComputerLike
-    from lmc.computer import Computer
-    from lmc.agent.loop import Loop
+    from lmc.agent.loop import ComputerLike, Loop
     from lmc.agent.storage import ConversationStore
     from lmc.backends.base import Backend
+    from lmc.computer import Computer
 
 __all__ = ["WorkspaceMixin"]
 

@@ -15,6 +15,7 @@ from lmc.cli.options import SharedOptions
 from lmc.cli.session import report, settings_for
 from lmc.config import config_path, data_dir
 from lmc.errors import LmcError
+from lmc.paths import host_which
 
 __all__ = ["check_languages", "doctor"]
 
@@ -35,8 +36,15 @@ def _probe(command: tuple[str, ...] | None) -> bool:
     """Whether the language's probe command (if it has one) says its kernel can start."""
     if command is None:
         return True
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=30, check=False)
+    from lmc.paths import neutral_dir
+
+    exe = host_which(command[0])
+    if exe is None:
+        return False
+    try:  # in lmc's own empty folder: nothing the code planted here is loaded
+        done = subprocess.run(
+            [exe, *command[1:]], capture_output=True, timeout=30, check=False, cwd=neutral_dir()
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
@@ -59,7 +67,7 @@ def check_languages() -> list[tuple[str, bool, str]]:
             found = exe is not None
             detail = exe or "needs macOS (osascript)"
         else:
-            exe = shutil.which(language.requires) if language.requires else None
+            exe = host_which(language.requires) if language.requires else None
             found = exe is not None and _probe(language.probe)
             hint = language.install_hint or f"install {language.requires}"
             detail = exe if exe and found else hint
