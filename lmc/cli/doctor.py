@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -63,7 +62,7 @@ def check_languages() -> list[tuple[str, bool, str]]:
         elif language.runner == "html":
             found, detail = True, html_detail()
         elif language.runner == "applescript":
-            exe = shutil.which("osascript")
+            exe = host_which("osascript")
             found = exe is not None
             detail = exe or "needs macOS (osascript)"
         else:
@@ -385,7 +384,7 @@ def workspace_lines(settings: Any) -> list[tuple[str, bool, str]]:
     if doc.truncated:
         agents += f" (cut at {settings.agents_md_max_bytes:,} bytes)"
     lines = [("AGENTS.md", True, agents)]
-    git = shutil.which("git")
+    git = host_which("git")
     if not settings.checkpoints:
         lines.append(("checkpoints", True, "off (checkpoints = false)"))
     elif git is None:

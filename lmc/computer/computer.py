@@ -20,7 +20,6 @@ they are contained by the gateway's deployment, not by lmc's sandbox.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 import warnings
@@ -52,6 +51,7 @@ from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
 from lmc.computer.sandbox import Limits, explain_block, lacked_by, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
+from lmc.paths import host_which
 
 if TYPE_CHECKING:
     from lmc.computer.gateway import GatewayConfig
@@ -489,7 +489,7 @@ class _Ends:
 
 
 def _missing(language: Language) -> bool:
-    return language.requires is not None and shutil.which(language.requires) is None
+    return language.requires is not None and host_which(language.requires) is None
 
 
 def _shutdown_all(sessions: dict[str, Kernel], runtime_dir: Path | None) -> None:

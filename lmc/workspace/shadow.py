@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Final
 
 from lmc.errors import WorkspaceError
-from lmc.paths import data_dir, private_dir
+from lmc.paths import data_dir, host_which, private_dir
 from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
 from lmc.workspace.restoring import (
     default_perm,
@@ -74,6 +74,12 @@ class _Listing:
     paths: list[str] = field(default_factory=list)
     large: list[str] = field(default_factory=list)
     modes: dict[str, int] = field(default_factory=dict)  # permission bits git does not keep
+
+
+def _git() -> str:
+    """git from PATH's absolute folders: run with the working directory as its cwd, a bare
+    ``git`` would find a ``./git`` the code planted when PATH has ``.`` or an empty entry."""
+    return host_which("git") or "git"
 
 
 def _encode(path: str) -> bytes:
@@ -136,7 +142,7 @@ class ShadowRepo:
         """Run one git command on the shadow repository; its stdout."""
         try:
             done = subprocess.run(
-                ["git", *_CONFIG, *args],
+                [_git(), *_CONFIG, *args],
                 input=data,
                 capture_output=True,
                 cwd=self.workdir,
@@ -273,7 +279,7 @@ class ShadowRepo:
 
     def _ls_files(self) -> list[bytes]:
         """``git ls-files`` streamed, stopped as soon as there are too many files."""
-        command = ["git", *_CONFIG, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        command = [_git(), *_CONFIG, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
         try:
             process = subprocess.Popen(
                 command,
