@@ -13,6 +13,7 @@ rather than overwrite that work. Kernel state (variables, imports, processes) ca
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,6 +100,9 @@ class Checkpointer:
         self.disabled: str | None = None  # why checkpoints are off (said once)
         self._repo_lock = threading.Lock()
         self._told = False
+        self._worked = False  # a snapshot succeeded in this session
+        self._note: str | None = None
+        self._said: set[str] = set()  # what was left out, said once
 
     def repo(self) -> ShadowRepo:
         workdir = self._workdir().resolve()
@@ -110,6 +114,7 @@ class Checkpointer:
 
     def _fail(self, exc: WorkspaceError) -> str | None:
         self.disabled = str(exc)
+        self._mark_unknown()
         if self._told:
             return None
         self._told = True
@@ -126,6 +131,7 @@ class Checkpointer:
             repo = self.repo()
             self._before = repo.snapshot()
             self._save(repo, self._before, first=True)
+            self._worked = True
         except WorkspaceError as exc:
             self._before = None
             return self._fail(exc)
@@ -142,6 +148,7 @@ class Checkpointer:
             repo = self.repo()
             after = repo.snapshot()
             self._save(repo, after, first=False)
+            self._note = self._left_out(after)
             if after.tree == before.tree:
                 return None
             changes = changes_between(repo, before.commit, after.commit)
@@ -152,6 +159,43 @@ class Checkpointer:
             return None
         content = [change.as_content() for change in changes]
         return {"role": "computer", "type": "files", "format": "changes", "content": content}
+
+    def _mark_unknown(self) -> None:
+        """This turn's files after its code are not known (a snapshot failed): undo must not
+        take the model's later changes for the person's."""
+        conversation = self._conversation()
+        if conversation is None or self._repo is None or not self._worked:
+            return  # checkpoints never worked here: undo says "checkpoints off"
+        position = self._transcript.last_user_index() or 0
+        record = CheckpointRecord(
+            position, str(self._repo.workdir), str(self._repo.git_dir), "", ""
+        )
+        with contextlib.suppress(Exception):  # the database may be what failed
+            self._store().save_checkpoint(conversation, record)
+
+    def after_note(self) -> str | None:
+        """What the last checkpoint left out, said once per folder or file."""
+        note, self._note = self._note, None
+        return note
+
+    def _left_out(self, snap: Snapshot) -> str | None:
+        folders = [f for f in snap.left_out if f"{f}/" not in self._said]
+        files = [f for f in snap.skipped if f not in self._said]
+        self._said.update([*(f"{f}/" for f in folders), *files])
+        parts = []
+        if folders:
+            shown = ", ".join(f"{f}/" for f in folders)
+            parts.append(
+                f"{shown} left out of checkpoints: more than {self.max_files:,} files "
+                "(undo leaves them as they are; raise checkpoint_max_files to keep them)"
+            )
+        if files:
+            shown = ", ".join(files[:5]) + (" ..." if len(files) > 5 else "")
+            parts.append(
+                f"{shown} left out of checkpoints: larger than {self.max_file_bytes:,} bytes "
+                "(undo leaves them as they are; raise checkpoint_max_file_size to keep them)"
+            )
+        return "\n".join(parts) or None
 
     def _save(self, repo: ShadowRepo, snap: Snapshot, *, first: bool) -> None:
         conversation = self._conversation()
@@ -239,7 +283,7 @@ def list_checkpoints(store: ConversationStore, conversation_id: str) -> list[Tur
     starts = [i for i, m in enumerate(messages) if m["role"] == "user"]
     out: list[TurnCheckpoint] = []
     for record in reversed(store.checkpoints(conversation_id)):
-        if record.position not in starts:
+        if record.position not in starts or not record.before or not record.after:
             continue
         repo = _repo_of(record, store, (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES))
         changed = len(changes_between(repo, record.before, record.after))
@@ -271,8 +315,14 @@ def rewind(
     if records:
         report.checkpointed = True
         report.workdir = records[0].workdir
-        repo = _repo_of(records[0], store, caps)
-        report.restored = _restore(repo, records, force=force, problems=report.problems)
+        if records[0].before:
+            repo = _repo_of(records[0], store, caps)
+            report.restored = _restore(repo, records, force=force, problems=report.problems)
+        else:
+            report.problems.append(
+                "no checkpoint was taken before that turn's code (checkpoints went off): "
+                "the files it changed stay as they are"
+            )
     store.truncate(conversation_id, keep)
     return report, keep
 
@@ -285,6 +335,14 @@ def _restore(
     if not repo.workdir.is_dir():
         raise WorkspaceError(f"the working directory {repo.workdir} is gone: nothing to restore")
     current = repo.snapshot()
+    if any(not record.after for record in records):
+        if not force:
+            raise WorkspaceError(
+                "checkpoints went off during a turn being undone, so lmc cannot tell that "
+                "turn's changes from changes made by hand: nothing was undone",
+                hint="%undo --force (or lmc undo --force) restores anyway",
+            )
+        return repo.restore(records[0].before, current, problems)
     last = records[-1].after
     if not force and repo.resolve(last) != current.tree:
         changed = [c.path for c in changes_between(repo, last, current.commit)]
@@ -302,6 +360,8 @@ def last_turn_patch(store: ConversationStore, conversation_id: str) -> str | Non
     from lmc.workspace.changes import patch_between
 
     for record in reversed(store.checkpoints(conversation_id)):
+        if not record.before or not record.after:
+            continue
         repo = _repo_of(record, store, (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES))
         if repo.resolve(record.before) != repo.resolve(record.after):
             return patch_between(repo, record.before, record.after)

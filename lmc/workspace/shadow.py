@@ -9,8 +9,9 @@ so a snapshot of a typical project takes milliseconds (scripts/bench_checkpoints
 
 Git records only a file's executable bit; the other permission bits (a 0600 secret, a
 0664 file) go into the commit message as JSON, so a restore is exact in bytes and modes.
-Files over the size cap are left out (and said so); a directory with more files than the
-file cap is refused rather than walked for seconds on every block.
+Files over the size cap are left out (and said so); when there are more files than the file
+cap, the folder holding most of them (a ``node_modules``, a block's 50,001 outputs) is left out
+and said so, and the rest is still snapshotted rather than walked for seconds on every block.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Final
 
 from lmc.errors import WorkspaceError
 from lmc.paths import data_dir, host_which, private_dir
-from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
+from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, biggest_folder
 from lmc.workspace.restoring import (
     default_perm,
     remove_paths,
@@ -57,6 +58,8 @@ _IDENTITY: Final = {
 }
 _HEAD_REF: Final = "refs/lmc/head"
 _MAX_EXCLUDE_BYTES: Final = 1 << 20
+#: Folders a snapshot leaves out for their number of files before it gives up.
+_MAX_LEFT_OUT: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,8 @@ class Snapshot:
     tree: str
     #: Files left out for their size (relative paths).
     skipped: tuple[str, ...] = ()
+    #: Folders left out for the number of files in them (relative paths).
+    left_out: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -114,6 +119,7 @@ class ShadowRepo:
         own = [self.git_dir.parent, *(Path(p).expanduser().resolve() for p in exclude)]
         self._own = sorted({p.relative_to(self.workdir).as_posix() for p in own
                             if p != self.workdir and self.workdir in p.parents})  # fmt: skip
+        self._left_out: list[str] = []  # folders with too many files, once found
         self._ready = False
         self._init_lock = threading.Lock()
         self._last: tuple[str, str, Snapshot] | None = None  # (tree, modes json, snapshot)
@@ -198,8 +204,8 @@ class ShadowRepo:
     def snapshot(self) -> Snapshot:
         """Record the working directory's files now; the same state gives the same commit."""
         with self._locked():
-            listing = self._list()
             self._write_excludes()
+            listing = self._list()
             if listing.large:
                 data = b"\0".join(_encode(p) for p in listing.large)
                 self.git("update-index", "--force-remove", "-z", "--stdin", data=data)
@@ -211,10 +217,12 @@ class ShadowRepo:
             )  # fmt: skip
             tree = self.git("write-tree").decode().strip()
             modes = json.dumps(listing.modes, sort_keys=True)
+            left = (tuple(listing.large), tuple(self._left_out))
             if self._last is not None and self._last[:2] == (tree, modes):
-                return self._last[2]
-            commit = self._commit(tree, modes)
-            snap = Snapshot(commit, tree, tuple(listing.large))
+                commit = self._last[2].commit  # the same files: the same commit
+            else:
+                commit = self._commit(tree, modes)
+            snap = Snapshot(commit, tree, *left)
             self._last = (tree, modes, snap)
             return snap
 
@@ -278,7 +286,28 @@ class ShadowRepo:
         return True
 
     def _ls_files(self) -> list[bytes]:
-        """``git ls-files`` streamed, stopped as soon as there are too many files."""
+        """The files a snapshot may take; a folder holding most of too many files is left
+        out (said in the snapshot's ``left_out``) and the listing taken again, so that the
+        rest is still snapshotted."""
+        for _ in range(_MAX_LEFT_OUT):
+            paths, complete = self._ls_once()
+            if complete:
+                return paths
+            folder = biggest_folder(p.decode("utf-8", "surrogateescape") for p in paths)
+            if folder is None:
+                break
+            self._left_out.append(folder)
+            self.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", f":(literal){folder}")
+            self._write_excludes()
+        raise WorkspaceError(
+            f"{self.workdir} has more than {self.max_files:,} files outside its largest "
+            "folders: checkpoints are off here",
+            hint="raise checkpoint_max_files, add a .gitignore, or work in a smaller folder",
+        )
+
+    def _ls_once(self) -> tuple[list[bytes], bool]:
+        """``git ls-files`` streamed, stopped when there are too many files: (the paths,
+        whether that is all of them)."""
         command = [_git(), *_CONFIG, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
         try:
             process = subprocess.Popen(
@@ -292,22 +321,21 @@ class ShadowRepo:
             raise WorkspaceError(f"git ls-files failed: {exc}") from exc
         assert process.stdout is not None
         data = bytearray()
+        count = 0
+        complete = True
         try:
             while chunk := process.stdout.read(65536):
                 data += chunk
-                if data.count(0) > self.max_files:
-                    raise WorkspaceError(
-                        f"{self.workdir} has more than {self.max_files:,} files: checkpoints "
-                        "are off here",
-                        hint="raise checkpoint_max_files, add a .gitignore, or work in a "
-                        "smaller folder",
-                    )
+                count += chunk.count(0)
+                if count > self.max_files:
+                    complete = False
+                    break
         finally:
             process.stdout.close()
             if process.poll() is None:
                 process.kill()
             process.wait()
-        return [p for p in bytes(data).split(b"\0") if p]
+        return [p for p in bytes(data).split(b"\0") if p], complete
 
     def _write_excludes(self) -> None:
         """The shadow's info/exclude: the project's own, and lmc's own files."""
@@ -316,7 +344,8 @@ class ShadowRepo:
             # the model's to write: never through a link, never more than 1 MiB
             data = read_regular(self.workdir, ".git/info/exclude", _MAX_EXCLUDE_BYTES) or b""
             text = data[:_MAX_EXCLUDE_BYTES].decode("utf-8")
-        text = "\n".join([text.rstrip("\n"), *(_exclude_line(p) for p in self._own)]) + "\n"
+        left_out = (_exclude_line(p) for p in [*self._own, *self._left_out])
+        text = "\n".join([text.rstrip("\n"), *left_out]) + "\n"
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
         target = info / "exclude"
