@@ -458,7 +458,7 @@ class Settings:
         50_000,
         kind="int",
         minimum=1,
-        help="A working directory with more files than this gets no checkpoints.",
+        help="Files a checkpoint takes at most: beyond, the folders holding most are left out.",
     )
     agents_md_max_bytes: int = option(
         32 * 1024,
