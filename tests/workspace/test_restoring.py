@@ -109,3 +109,27 @@ def test_a_restore_in_place_is_still_exact(tmp_path: Path) -> None:
     assert (work / "d" / "secret").read_text() == "key\n" and _mode(work / "d" / "secret") == 0o600
     assert _mode(work / "run.sh") == 0o755 and os.readlink(work / "ln") == "run.sh"
     assert not (work / "new").exists()
+
+
+def test_undo_after_the_swap_restores_the_folder_and_leaves_the_target(
+    tmp_path: Path, ssh: Path
+) -> None:
+    """The swap before undo's own snapshot (``lmc undo --force`` later): the link goes, the
+    folder comes back with its 0777 and setuid bits, the target keeps 0600."""
+    work = tmp_path / "work"
+    keys = work / "keys"
+    keys.mkdir(parents=True)
+    (keys / "id_rsa").write_text("inside\n")
+    (keys / "id_rsa").chmod(0o4777)
+    repo = ShadowRepo(work, tmp_path / "shadow")
+    before = repo.snapshot()
+    (keys / "id_rsa").chmod(0o600)
+    repo.snapshot()
+    shutil.rmtree(keys)
+    keys.symlink_to(ssh)
+    problems: list[str] = []
+    repo.restore(before.commit, repo.snapshot(), problems)
+    assert problems == []
+    assert not keys.is_symlink() and (keys / "id_rsa").read_text() == "inside\n"
+    assert _mode(keys / "id_rsa") == 0o4777
+    assert _mode(ssh / "id_rsa") == 0o600 and (ssh / "id_rsa").read_text() == "outside id_rsa\n"
