@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
@@ -116,6 +117,11 @@ def read_regular(root: str | Path, relative: str | PurePosixPath, max_bytes: int
         os.close(fd)
 
 
+def _temporary_name() -> str:
+    """A fresh name for a file written then renamed (short: the real name may be 255 bytes)."""
+    return f".lmc-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+
+
 def write_regular(
     root: str | Path, relative: str | PurePosixPath, data: bytes, mode: int | None = None
 ) -> None:
@@ -125,7 +131,7 @@ def write_regular(
     and renamed over the old name, so a link there is replaced, not written through.
     """
     parts = checked_parts(relative)
-    temporary = f".{parts[-1]}.lmc-{os.getpid()}.tmp"
+    temporary = _temporary_name()
     with open_folder(root, parts[:-1], create=True) as folder:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(temporary, flags, 0o666, dir_fd=folder)
@@ -144,7 +150,7 @@ def write_regular(
 def write_link(root: str | Path, relative: str | PurePosixPath, target: str) -> None:
     """Make ``root/relative`` a symbolic link to ``target`` (replacing what is there)."""
     parts = checked_parts(relative)
-    temporary = f".{parts[-1]}.lmc-{os.getpid()}.tmp"
+    temporary = _temporary_name()
     with open_folder(root, parts[:-1], create=True) as folder:
         os.symlink(target, temporary, dir_fd=folder)
         try:

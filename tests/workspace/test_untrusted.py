@@ -140,3 +140,10 @@ def test_chmod_through_a_linked_folder_is_refused(work: Path, outside: Path) -> 
     assert oct(outside.stat().st_mode & 0o7777) == "0o600"
     (work / "sub" / "id_rsa").chmod(0o4777)  # what a chmod by path does
     assert oct(outside.stat().st_mode & 0o7777) == "0o4777"
+
+
+def test_a_name_of_255_bytes_is_written(work: Path) -> None:
+    name = "n" * 255
+    write_regular(work, name, b"long")
+    write_link(work, "l" * 255, name)
+    assert (work / name).read_bytes() == b"long" and (work / ("l" * 255)).read_bytes() == b"long"
