@@ -11,6 +11,7 @@ No lmc imports here: every layer may ask where its files go.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -20,6 +21,8 @@ __all__ = [
     "PRIVATE_FILE_MODE",
     "cache_dir",
     "data_dir",
+    "host_which",
+    "neutral_dir",
     "private_dir",
     "private_file",
     "write_private",
@@ -83,3 +86,24 @@ def write_private(path: Path, data: bytes) -> Path:
             os.fchmod(out.fileno(), PRIVATE_FILE_MODE)
         out.write(data)
     return path
+
+
+def neutral_dir() -> Path:
+    """An empty folder of lmc's own to start host-side programs in (probes, MCP servers).
+
+    The working directory is the model's: a program started there loads what the code
+    planted (``.Rprofile``, ``ipykernel.py``, ``node_modules``). This folder is in lmc's
+    data directory, which the sandbox hides; "/" when that cannot be made.
+    """
+    try:
+        return private_dir(data_dir() / "neutral")
+    except OSError:
+        return Path("/")
+
+
+def host_which(name: str) -> str | None:
+    """``shutil.which`` over the absolute folders of PATH only: an empty or ``.`` entry
+    would find a program the code planted in the working directory."""
+    folders = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    path = os.pathsep.join(f for f in folders if Path(f).is_absolute())
+    return shutil.which(name, path=path)

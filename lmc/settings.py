@@ -458,7 +458,7 @@ class Settings:
         50_000,
         kind="int",
         minimum=1,
-        help="A working directory with more files than this gets no checkpoints.",
+        help="Files a checkpoint takes at most: beyond, the folders holding most are left out.",
     )
     #: gpt-oss's apply_patch tool (issue 30), declared when the working directory is writable.
     apply_patch: bool = option(

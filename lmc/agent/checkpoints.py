@@ -101,6 +101,9 @@ class Checkpointer:
         self._repo_lock = threading.Lock()
         self._told = False
         self._prepared: threading.Thread | None = None
+        self._worked = False  # a snapshot succeeded in this session
+        self._note: str | None = None
+        self._said: set[str] = set()  # what was left out, said once
 
     def repo(self) -> ShadowRepo:
         workdir = self._workdir().resolve()
@@ -112,6 +115,7 @@ class Checkpointer:
 
     def _fail(self, exc: WorkspaceError) -> str | None:
         self.disabled = str(exc)
+        self._mark_unknown()
         if self._told:
             return None
         self._told = True
@@ -146,6 +150,7 @@ class Checkpointer:
             repo = self.repo()
             self._before = repo.snapshot()
             self._save(repo, self._before, first=True)
+            self._worked = True
         except WorkspaceError as exc:
             self._before = None
             return self._fail(exc)
@@ -162,6 +167,7 @@ class Checkpointer:
             repo = self.repo()
             after = repo.snapshot()
             self._save(repo, after, first=False)
+            self._note = self._left_out(after)
             if after.tree == before.tree:
                 return None
             changes = changes_between(repo, before.commit, after.commit)
@@ -172,6 +178,43 @@ class Checkpointer:
             return None
         content = [change.as_content() for change in changes]
         return {"role": "computer", "type": "files", "format": "changes", "content": content}
+
+    def _mark_unknown(self) -> None:
+        """This turn's files after its code are not known (a snapshot failed): undo must not
+        take the model's later changes for the person's."""
+        conversation = self._conversation()
+        if conversation is None or self._repo is None or not self._worked:
+            return  # checkpoints never worked here: undo says "checkpoints off"
+        position = self._transcript.last_user_index() or 0
+        record = CheckpointRecord(
+            position, str(self._repo.workdir), str(self._repo.git_dir), "", ""
+        )
+        with contextlib.suppress(Exception):  # the database may be what failed
+            self._store().save_checkpoint(conversation, record)
+
+    def after_note(self) -> str | None:
+        """What the last checkpoint left out, said once per folder or file."""
+        note, self._note = self._note, None
+        return note
+
+    def _left_out(self, snap: Snapshot) -> str | None:
+        folders = [f for f in snap.left_out if f"{f}/" not in self._said]
+        files = [f for f in snap.skipped if f not in self._said]
+        self._said.update([*(f"{f}/" for f in folders), *files])
+        parts = []
+        if folders:
+            shown = ", ".join(f"{f}/" for f in folders)
+            parts.append(
+                f"{shown} left out of checkpoints: more than {self.max_files:,} files "
+                "(undo leaves them as they are; raise checkpoint_max_files to keep them)"
+            )
+        if files:
+            shown = ", ".join(files[:5]) + (" ..." if len(files) > 5 else "")
+            parts.append(
+                f"{shown} left out of checkpoints: larger than {self.max_file_bytes:,} bytes "
+                "(undo leaves them as they are; raise checkpoint_max_file_size to keep them)"
+            )
+        return "\n".join(parts) or None
 
     def _save(self, repo: ShadowRepo, snap: Snapshot, *, first: bool) -> None:
         conversation = self._conversation()
@@ -198,6 +241,8 @@ class RewindReport:
     restored: list[str] = field(default_factory=list)
     workdir: str | None = None
     checkpointed: bool = False
+    #: Paths left as they were, each with why (a folder on the way became a link, ...).
+    problems: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         if not self.messages:
@@ -215,8 +260,11 @@ class RewindReport:
             out.append(
                 f"restored {count} file{'s' if count != 1 else ''} in {self.workdir}: {shown}"
             )
-        else:
+        elif not self.problems:
             out.append(f"the files in {self.workdir} were already as before it")
+        out.extend(f"not restored: {problem}" for problem in self.problems[:20])
+        if len(self.problems) > 20:
+            out.append(f"... and {len(self.problems) - 20} more not restored")
         out.append(KERNEL_NOTE)
         return out
 
@@ -254,7 +302,7 @@ def list_checkpoints(store: ConversationStore, conversation_id: str) -> list[Tur
     starts = [i for i, m in enumerate(messages) if m["role"] == "user"]
     out: list[TurnCheckpoint] = []
     for record in reversed(store.checkpoints(conversation_id)):
-        if record.position not in starts:
+        if record.position not in starts or not record.before or not record.after:
             continue
         repo = _repo_of(record, store, (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES))
         changed = len(changes_between(repo, record.before, record.after))
@@ -286,17 +334,34 @@ def rewind(
     if records:
         report.checkpointed = True
         report.workdir = records[0].workdir
-        report.restored = _restore(_repo_of(records[0], store, caps), records, force=force)
+        if records[0].before:
+            repo = _repo_of(records[0], store, caps)
+            report.restored = _restore(repo, records, force=force, problems=report.problems)
+        else:
+            report.problems.append(
+                "no checkpoint was taken before that turn's code (checkpoints went off): "
+                "the files it changed stay as they are"
+            )
     store.truncate(conversation_id, keep)
     return report, keep
 
 
-def _restore(repo: ShadowRepo, records: list[CheckpointRecord], *, force: bool) -> list[str]:
+def _restore(
+    repo: ShadowRepo, records: list[CheckpointRecord], *, force: bool, problems: list[str]
+) -> list[str]:
     from lmc.workspace.changes import changes_between
 
     if not repo.workdir.is_dir():
         raise WorkspaceError(f"the working directory {repo.workdir} is gone: nothing to restore")
     current = repo.snapshot()
+    if any(not record.after for record in records):
+        if not force:
+            raise WorkspaceError(
+                "checkpoints went off during a turn being undone, so lmc cannot tell that "
+                "turn's changes from changes made by hand: nothing was undone",
+                hint="%undo --force (or lmc undo --force) restores anyway",
+            )
+        return repo.restore(records[0].before, current, problems)
     last = records[-1].after
     if not force and repo.resolve(last) != current.tree:
         changed = [c.path for c in changes_between(repo, last, current.commit)]
@@ -306,7 +371,7 @@ def _restore(repo: ShadowRepo, records: list[CheckpointRecord], *, force: bool) 
             f"last turn ({shown}); undo would overwrite them: nothing was undone",
             hint="%undo --force (or lmc undo --force) restores anyway",
         )
-    return repo.restore(records[0].before, current)
+    return repo.restore(records[0].before, current, problems)
 
 
 def last_turn_patch(store: ConversationStore, conversation_id: str) -> str | None:
@@ -314,6 +379,8 @@ def last_turn_patch(store: ConversationStore, conversation_id: str) -> str | Non
     from lmc.workspace.changes import patch_between
 
     for record in reversed(store.checkpoints(conversation_id)):
+        if not record.before or not record.after:
+            continue
         repo = _repo_of(record, store, (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES))
         if repo.resolve(record.before) != repo.resolve(record.after):
             return patch_between(repo, record.before, record.after)

@@ -65,6 +65,9 @@ class BlockHooks(Protocol):
     def after_block(self) -> Message | None:
         """After it ran (or was interrupted); a message to show and keep, or None."""
 
+    def after_note(self) -> str | None:
+        """After :meth:`after_block`: a note for the person (what the checkpoint left out)."""
+
 
 class ComputerLike(Protocol):
     """What the loop needs of :class:`lmc.Computer`."""
@@ -430,6 +433,9 @@ class Loop:
             yield flag_of(after, "start")
             yield after.copy()
             yield flag_of(after, "end")
+        note = hooks.after_note() if hooks is not None else None
+        if note:
+            yield from self.notice(note)
 
     def _run_block(
         self,

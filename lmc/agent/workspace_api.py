@@ -7,6 +7,7 @@ job; the attributes it uses are the Interpreter's.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +25,10 @@ from lmc.messages import Message, text_of
 from lmc.workspace.agents_md import AgentsDoc, read_agents
 
 if TYPE_CHECKING:
-    from lmc.agent.loop import Loop
+    from lmc.agent.loop import ComputerLike, Loop
     from lmc.agent.storage import ConversationStore
     from lmc.backends.base import Backend
+    from lmc.computer import Computer
 
 __all__ = ["WorkspaceMixin"]
 
@@ -38,6 +40,7 @@ class WorkspaceMixin:
     _busy: threading.Lock
     _conversation_id: str | None
     _checkpoint_caps: tuple[int, int]
+    _computer: Computer | ComputerLike | None  # the Interpreter's (None until one is made)
     agents_md_max_bytes: int
     last_undo: RewindReport | None
 
@@ -66,9 +69,14 @@ class WorkspaceMixin:
             report = plan_rewind(transcript.messages, turns)
             keep = len(transcript.entries) - report.messages
         else:
-            report, keep = rewind(
-                self.store, self._conversation_id, turns, force=force, caps=self._checkpoint_caps
-            )
+            with self._code_stopped():
+                report, keep = rewind(
+                    self.store,
+                    self._conversation_id,
+                    turns,
+                    force=force,
+                    caps=self._checkpoint_caps,
+                )
         dropped = [entry.message for entry in transcript.entries[keep:]]
         del transcript.entries[keep:]
         self._loop.dropped_turns = min(
@@ -76,6 +84,12 @@ class WorkspaceMixin:
         )
         self.last_undo = report
         return dropped
+
+    def _code_stopped(self) -> contextlib.AbstractContextManager[object]:
+        """The session's code stopped while undo works on the files (nothing races it):
+        the kernels' processes and everything they started get SIGSTOP, then SIGCONT."""
+        frozen = getattr(self._computer, "frozen", None)
+        return frozen() if callable(frozen) else contextlib.nullcontext()
 
     def diff(self) -> str | None:
         """The full diff of the last turn that changed files; None when none did."""

@@ -16,12 +16,13 @@ go to the same memory, less a margin for llama.cpp's compute buffers.
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
+
+from lmc.paths import host_which, neutral_dir
 
 __all__ = ["ContextChoice", "ModelShape", "choose_context", "free_memory", "read_shape"]
 
@@ -160,7 +161,7 @@ def _ram_available() -> int | None:
 
 def _gpu_free() -> int | None:
     """Free memory of the first NVIDIA GPU, or None (no GPU, or no nvidia-smi)."""
-    smi = shutil.which("nvidia-smi")
+    smi = host_which("nvidia-smi")
     if smi is None:
         return None
     try:
@@ -170,6 +171,7 @@ def _gpu_free() -> int | None:
             text=True,
             timeout=10,
             check=True,
+            cwd=neutral_dir(),
         )
         return int(result.stdout.split()[0]) * MIB
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import platform
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
+
+from lmc.paths import host_which, neutral_dir
 
 __all__ = ["CUDA_REINSTALL", "METAL_REINSTALL", "cpu_only_warning", "find_gpu"]
 
@@ -32,8 +33,9 @@ def _nvidia_name(which: Callable[[str], str | None], proc: Path) -> str | None:
     if exe is not None:
         try:
             done = subprocess.run(
-                [exe, "-L"], capture_output=True, text=True, timeout=10, check=False
-            )
+                [exe, "-L"], capture_output=True, text=True, timeout=10, check=False,
+                cwd=neutral_dir(),
+            )  # fmt: skip
         except (OSError, subprocess.SubprocessError):
             done = None
         if done is not None and done.returncode == 0 and done.stdout.strip():
@@ -46,7 +48,7 @@ def _nvidia_name(which: Callable[[str], str | None], proc: Path) -> str | None:
 
 
 def find_gpu(
-    which: Callable[[str], str | None] = shutil.which,
+    which: Callable[[str], str | None] = host_which,
     proc: Path = Path("/proc/driver/nvidia"),
     system: str | None = None,
     machine: str | None = None,

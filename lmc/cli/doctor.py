@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from lmc.cli.options import SharedOptions
 from lmc.cli.session import report, settings_for
 from lmc.config import config_path, data_dir
 from lmc.errors import LmcError
+from lmc.paths import host_which
 
 __all__ = ["check_languages", "doctor"]
 
@@ -46,8 +46,15 @@ def _probe(command: tuple[str, ...] | None) -> bool:
     """Whether the language's probe command (if it has one) says its kernel can start."""
     if command is None:
         return True
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=30, check=False)
+    from lmc.paths import neutral_dir
+
+    exe = host_which(command[0])
+    if exe is None:
+        return False
+    try:  # in lmc's own empty folder: nothing the code planted here is loaded
+        done = subprocess.run(
+            [exe, *command[1:]], capture_output=True, timeout=30, check=False, cwd=neutral_dir()
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
@@ -68,7 +75,7 @@ def check_languages() -> list[tuple[str, bool, str]]:
         elif language.runner == "applescript":
             found, detail = _applescript()
         else:
-            exe = shutil.which(language.requires) if language.requires else None
+            exe = host_which(language.requires) if language.requires else None
             found = exe is not None and _probe(language.probe)
             hint = language.install_hint or f"install {language.requires}"
             detail = exe if exe and found else hint
@@ -77,7 +84,7 @@ def check_languages() -> list[tuple[str, bool, str]]:
 
 
 def _applescript() -> tuple[bool, str]:
-    exe = shutil.which("osascript")
+    exe = host_which("osascript")
     if exe is not None:
         return True, exe
     if sys.platform != "darwin":
@@ -447,7 +454,7 @@ def workspace_lines(settings: Any) -> list[tuple[str, bool, str]]:
     if doc.truncated:
         agents += f" (cut at {settings.agents_md_max_bytes:,} bytes)"
     lines = [("AGENTS.md", True, agents)]
-    git = shutil.which("git")
+    git = host_which("git")
     if not settings.checkpoints:
         lines.append(("checkpoints", True, "off (checkpoints = false)"))
     elif git is None:

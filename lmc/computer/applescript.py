@@ -6,7 +6,6 @@ exactly as written.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from collections.abc import Iterator
 from lmc.computer.chunks import output_chunk
 from lmc.computer.output import clean_text
 from lmc.messages import Chunk
+from lmc.paths import host_which
 
 __all__ = ["AppleScriptRunner", "applescript_command"]
 
@@ -22,7 +22,7 @@ NOT_AVAILABLE = "AppleScript runs only on macOS, through osascript, which is not
 
 def applescript_command(code: str) -> list[str] | None:
     """The argv that runs ``code``, or None when there is no ``osascript``."""
-    osascript = shutil.which("osascript")
+    osascript = host_which("osascript")
     return None if osascript is None else [osascript, "-e", code]
 
 

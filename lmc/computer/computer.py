@@ -20,7 +20,6 @@ they are contained by the gateway's deployment, not by lmc's sandbox.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 import warnings
@@ -52,6 +51,7 @@ from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
 from lmc.computer.sandbox import Limits, explain_block, lacked_by, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
+from lmc.paths import host_which
 
 if TYPE_CHECKING:
     from lmc.computer.gateway import GatewayConfig
@@ -220,6 +220,18 @@ class Computer:
             thread.join(max(0.0, deadline - time.monotonic()))
         _shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
         self._finalizer.detach()
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[set[int]]:
+        """Every process of the local kernels (and what their code started) stopped for the
+        block: undo works on the files with nothing racing it. Yields the pids stopped."""
+        from lmc.computer.freezing import frozen
+
+        with self._lock:  # a gateway's kernels run elsewhere: they have no pid here
+            pids = (getattr(s, "pid", None) for s in self._sessions.values())
+            roots = [pid for pid in pids if isinstance(pid, int)]
+        with frozen(roots) as stopped:
+            yield stopped
 
     def __enter__(self) -> Computer:
         return self
@@ -477,7 +489,7 @@ class _Ends:
 
 
 def _missing(language: Language) -> bool:
-    return language.requires is not None and shutil.which(language.requires) is None
+    return language.requires is not None and host_which(language.requires) is None
 
 
 def _shutdown_all(sessions: dict[str, Kernel], runtime_dir: Path | None) -> None:

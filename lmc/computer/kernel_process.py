@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from typing import IO, Final
 from lmc.computer.kernelspecs import KernelSpec, kernels_dir
 from lmc.computer.sandbox import SandboxLaunch, SandboxPolicy, launch, prepare_launch
 from lmc.errors import ComputerError
+from lmc.paths import host_which
 
 __all__ = [
     "KERNEL_ENV",
@@ -183,5 +183,5 @@ def _dying_with_lmc(argv: list[str]) -> list[str]:
     """
     if not sys.platform.startswith("linux"):
         return argv
-    setpriv = shutil.which("setpriv")
+    setpriv = host_which("setpriv")
     return argv if setpriv is None else [setpriv, "--pdeathsig", "KILL", "--", *argv]

@@ -60,9 +60,17 @@ def kernels_dir() -> Path:
 @functools.cache
 def check_python(python: str) -> None:
     """``python`` runs and has ipykernel (asked once per interpreter); ComputerError if not."""
-    try:
+    from lmc.paths import host_which, neutral_dir
+
+    # made absolute, never resolved: a venv's python is a link that must stay one
+    exe = str(Path(python).absolute()) if "/" in python else host_which(python) or python
+    try:  # from lmc's own empty folder: ``-c`` puts the current folder first on sys.path
         done = subprocess.run(
-            [python, "-c", "import ipykernel"], capture_output=True, timeout=60, check=False
+            [exe, "-c", "import ipykernel"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+            cwd=neutral_dir(),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         raise ComputerError(f"--python {python}: cannot run it ({exc})") from exc

@@ -49,9 +49,13 @@ LANGUAGES: Final = (
         install_hint="install R and IRkernel (Debian/Ubuntu: `sudo apt-get install "
         "r-cran-irkernel`; elsewhere install R, then run "
         "`install.packages('IRkernel')` in R)",
-        probe=(
+        probe=(  # no .Rprofile, .Renviron or .RData of the folder it runs in
             "R",
             "--slave",
+            "--no-init-file",
+            "--no-environ",
+            "--no-restore",
+            "--no-save",
             "-e",
             "quit(status = !requireNamespace('IRkernel', quietly = TRUE))",
         ),

@@ -238,11 +238,14 @@ class Connection:
 
             quiet_sdk_parse_errors()
             assert attempt.log is not None
+            from lmc.paths import neutral_dir
+
             params = StdioServerParameters(
                 command=config.command,
                 args=list(config.args),
                 env=dict(config.env) or None,
-                cwd=config.cwd,
+                # Not the working directory: npx there runs a node_modules the code planted.
+                cwd=config.cwd if config.cwd is not None else str(neutral_dir()),
             )
             return stdio_client(params, errlog=cast("TextIO", attempt.log.file))
         if self.hooks.http is None:

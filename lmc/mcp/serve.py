@@ -34,6 +34,8 @@ from mcp.types import (
     Tool,
 )
 
+from lmc.paths import host_which
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -135,7 +137,6 @@ def _collect(chunks: Iterable[Chunk]) -> tuple[list[Any], list[str]]:
 
 def _language_names() -> list[str]:
     """The languages that run here: AppleScript only on macOS, others when installed."""
-    import shutil
     import sys
 
     from lmc.computer.languages import LANGUAGES
@@ -144,7 +145,7 @@ def _language_names() -> list[str]:
     for language in LANGUAGES:
         if language.runner == "applescript" and sys.platform != "darwin":
             continue
-        if language.requires is not None and shutil.which(language.requires) is None:
+        if language.requires is not None and host_which(language.requires) is None:
             continue
         names.append(language.name)
     return names

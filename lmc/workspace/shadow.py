@@ -9,8 +9,9 @@ so a snapshot of a typical project takes milliseconds (scripts/bench_checkpoints
 
 Git records only a file's executable bit; the other permission bits (a 0600 secret, a
 0664 file) go into the commit message as JSON, so a restore is exact in bytes and modes.
-Files over the size cap are left out (and said so); a directory with more files than the
-file cap is refused rather than walked for seconds on every block.
+Files over the size cap are left out (and said so); when there are more files than the file
+cap, the folder holding most of them (a ``node_modules``, a block's 50,001 outputs) is left out
+and said so, and the rest is still snapshotted rather than walked for seconds on every block.
 """
 
 from __future__ import annotations
@@ -29,9 +30,17 @@ from pathlib import Path
 from typing import Final
 
 from lmc.errors import WorkspaceError
-from lmc.paths import data_dir, private_dir
+from lmc.paths import data_dir, host_which, private_dir
 from lmc.workspace.fingerprint import Fingerprint, tree_fingerprint
-from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
+from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, biggest_folder
+from lmc.workspace.restoring import (
+    default_perm,
+    remove_paths,
+    set_modes,
+    tree_entries,
+    write_entries,
+)
+from lmc.workspace.untrusted import UnsafePathError, read_regular
 
 __all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_FILE_BYTES", "ShadowRepo", "Snapshot"]
 
@@ -49,6 +58,9 @@ _IDENTITY: Final = {
     "GIT_COMMITTER_EMAIL": "lmc@localhost",
 }
 _HEAD_REF: Final = "refs/lmc/head"
+_MAX_EXCLUDE_BYTES: Final = 1 << 20
+#: Folders a snapshot leaves out for their number of files before it gives up.
+_MAX_LEFT_OUT: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +71,8 @@ class Snapshot:
     tree: str
     #: Files left out for their size (relative paths).
     skipped: tuple[str, ...] = ()
+    #: Folders left out for the number of files in them (relative paths).
+    left_out: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -68,6 +82,12 @@ class _Listing:
     modes: dict[str, int] = field(default_factory=dict)  # permission bits git does not keep
 
 
+def _git() -> str:
+    """git from PATH's absolute folders: run with the working directory as its cwd, a bare
+    ``git`` would find a ``./git`` the code planted when PATH has ``.`` or an empty entry."""
+    return host_which("git") or "git"
+
+
 def _encode(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
@@ -75,10 +95,6 @@ def _encode(path: str) -> bytes:
 def _exclude_line(path: str) -> str:
     """An anchored .gitignore pattern matching exactly ``path``."""
     return "/" + "".join("\\" + c if c in "*?[]\\!# " else c for c in path)
-
-
-def _default_perm(exec_bit: bool) -> int:
-    return 0o755 if exec_bit else 0o644
 
 
 class ShadowRepo:
@@ -104,6 +120,7 @@ class ShadowRepo:
         own = [self.git_dir.parent, *(Path(p).expanduser().resolve() for p in exclude)]
         self._own = sorted({p.relative_to(self.workdir).as_posix() for p in own
                             if p != self.workdir and self.workdir in p.parents})  # fmt: skip
+        self._left_out: list[str] = []  # folders with too many files, once found
         self._ready = False
         self._init_lock = threading.Lock()
         self._last: tuple[str, str, Snapshot] | None = None  # (tree, modes json, snapshot)
@@ -133,7 +150,7 @@ class ShadowRepo:
         """Run one git command on the shadow repository; its stdout."""
         try:
             done = subprocess.run(
-                ["git", *_CONFIG, *args],
+                [_git(), *_CONFIG, *args],
                 input=data,
                 capture_output=True,
                 cwd=self.workdir,
@@ -192,8 +209,8 @@ class ShadowRepo:
             seen = tree_fingerprint(self.workdir, self._own)
             if seen is not None and self._last is not None and seen.same_as(self._seen):
                 return self._last[2]  # not a file changed since: the last snapshot stands
-            listing = self._list()
             self._write_excludes()
+            listing = self._list()
             if listing.large:
                 data = b"\0".join(_encode(p) for p in listing.large)
                 self.git("update-index", "--force-remove", "-z", "--stdin", data=data)
@@ -205,11 +222,15 @@ class ShadowRepo:
             )  # fmt: skip
             tree = self.git("write-tree").decode().strip()
             modes = json.dumps(listing.modes, sort_keys=True)
-            if self._last is None or self._last[:2] != (tree, modes):
+            left = (tuple(listing.large), tuple(self._left_out))
+            if self._last is not None and self._last[:2] == (tree, modes):
+                commit = self._last[2].commit  # the same files: the same commit
+            else:
                 commit = self._commit(tree, modes)
-                self._last = (tree, modes, Snapshot(commit, tree, tuple(listing.large)))
+            snap = Snapshot(commit, tree, *left)
+            self._last = (tree, modes, snap)
             self._seen = seen
-            return self._last[2]
+            return snap
 
     def _commit(self, tree: str, modes: str) -> str:
         # Each snapshot's parent is the one before, so one ref keeps them all (git's own
@@ -233,9 +254,12 @@ class ShadowRepo:
     def _list(self) -> _Listing:
         """The files a snapshot takes (tracked or not ignored), with sizes checked."""
         listing = _Listing()
+        folders: dict[str, bool] = {}
         for raw in self._ls_files():
             path = raw.decode("utf-8", "surrogateescape")
             try:
+                if not self._real_folders(path, folders):
+                    raise NotADirectoryError(path)  # a folder on its way is now a link
                 info = os.lstat(self.workdir / path)
             except OSError:
                 listing.paths.append(path)  # deleted since: add -A records that
@@ -248,13 +272,49 @@ class ShadowRepo:
                 continue
             listing.paths.append(path)
             perm = stat.S_IMODE(info.st_mode)
-            if perm != _default_perm(bool(perm & 0o100)):
+            if perm != default_perm(bool(perm & 0o100)):
                 listing.modes[path] = perm
         return listing
 
+    def _real_folders(self, path: str, known: dict[str, bool]) -> bool:
+        """Whether every folder above ``path`` is a folder, not a link (``lstat`` of the
+        file itself would follow a linked folder on the way out of the working directory)."""
+        parts = path.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            if folder not in known:
+                try:
+                    known[folder] = stat.S_ISDIR(os.lstat(self.workdir / folder).st_mode)
+                except OSError:
+                    known[folder] = False
+            if not known[folder]:
+                return False
+        return True
+
     def _ls_files(self) -> list[bytes]:
-        """``git ls-files`` streamed, stopped as soon as there are too many files."""
-        command = ["git", *_CONFIG, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        """The files a snapshot may take; a folder holding most of too many files is left
+        out (said in the snapshot's ``left_out``) and the listing taken again, so that the
+        rest is still snapshotted."""
+        for _ in range(_MAX_LEFT_OUT):
+            paths, complete = self._ls_once()
+            if complete:
+                return paths
+            folder = biggest_folder(p.decode("utf-8", "surrogateescape") for p in paths)
+            if folder is None:
+                break
+            self._left_out.append(folder)
+            self.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", f":(literal){folder}")
+            self._write_excludes()
+        raise WorkspaceError(
+            f"{self.workdir} has more than {self.max_files:,} files outside its largest "
+            "folders: checkpoints are off here",
+            hint="raise checkpoint_max_files, add a .gitignore, or work in a smaller folder",
+        )
+
+    def _ls_once(self) -> tuple[list[bytes], bool]:
+        """``git ls-files`` streamed, stopped when there are too many files: (the paths,
+        whether that is all of them)."""
+        command = [_git(), *_CONFIG, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
         try:
             process = subprocess.Popen(
                 command,
@@ -267,30 +327,31 @@ class ShadowRepo:
             raise WorkspaceError(f"git ls-files failed: {exc}") from exc
         assert process.stdout is not None
         data = bytearray()
+        count = 0
+        complete = True
         try:
             while chunk := process.stdout.read(65536):
                 data += chunk
-                if data.count(0) > self.max_files:
-                    raise WorkspaceError(
-                        f"{self.workdir} has more than {self.max_files:,} files: checkpoints "
-                        "are off here",
-                        hint="raise checkpoint_max_files, add a .gitignore, or work in a "
-                        "smaller folder",
-                    )
+                count += chunk.count(0)
+                if count > self.max_files:
+                    complete = False
+                    break
         finally:
             process.stdout.close()
             if process.poll() is None:
                 process.kill()
             process.wait()
-        return [p for p in bytes(data).split(b"\0") if p]
+        return [p for p in bytes(data).split(b"\0") if p], complete
 
     def _write_excludes(self) -> None:
         """The shadow's info/exclude: the project's own, and lmc's own files."""
-        project = self.workdir / ".git" / "info" / "exclude"
         text = ""
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            text = project.read_text(encoding="utf-8")
-        text = "\n".join([text.rstrip("\n"), *(_exclude_line(p) for p in self._own)]) + "\n"
+        with contextlib.suppress(OSError, UnicodeDecodeError, UnsafePathError):
+            # the model's to write: never through a link, never more than 1 MiB
+            data = read_regular(self.workdir, ".git/info/exclude", _MAX_EXCLUDE_BYTES) or b""
+            text = data[:_MAX_EXCLUDE_BYTES].decode("utf-8")
+        left_out = (_exclude_line(p) for p in [*self._own, *self._left_out])
+        text = "\n".join([text.rstrip("\n"), *left_out]) + "\n"
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
         target = info / "exclude"
@@ -320,59 +381,29 @@ class ShadowRepo:
 
     # -- restoring ---------------------------------------------------------------------------
 
-    def restore(self, target: str, current: Snapshot) -> list[str]:
+    def restore(
+        self, target: str, current: Snapshot, problems: list[str] | None = None
+    ) -> list[str]:
         """Make the working directory's files what snapshot ``target`` recorded (files that
         snapshot did not take, such as ignored ones, are left alone); returns the paths
-        written or removed."""
+        written or removed. A path that cannot be restored safely (a folder on its way is now
+        a link, a file became a folder) is left as it is, and why goes into ``problems``."""
+        problems = [] if problems is None else problems
+        root = str(self.workdir)
         with self._locked():
             raw = self.git("diff-tree", "-r", "-z", "--no-renames", current.commit, target).split(
                 b"\0"
             )
-            removed, written = _restore_plan(raw)
-            for path in removed:
-                self._remove(path)
-            if written:
-                index = self.git_dir / "restore-index"
-                self.git("read-tree", target, index=index)
-                data = b"\0".join(_encode(p) for p in written)
-                self.git("checkout-index", "-f", "-z", "--stdin", data=data, index=index)
-                with contextlib.suppress(OSError):
-                    index.unlink()
+            removing, writing = _restore_plan(raw)
+            removed = remove_paths(root, removing, problems)
+            entries = tree_entries(self.git, target, writing)
             wanted, had = self.modes(target), self.modes(current.commit)
+            written = write_entries(self.git, root, entries, wanted, problems)
             rechmod = {p for p in {*wanted, *had} if wanted.get(p) != had.get(p)}
-            rechmod -= set(removed) - set(written)
-            self._set_modes(wanted, [*written, *sorted(rechmod)])
+            rechmod -= {*removing, *writing}
+            chmodded = set_modes(root, wanted, sorted(rechmod), problems)
             self._last = self._seen = None
-            return sorted({*removed, *written, *rechmod})
-
-    def _remove(self, path: str) -> None:
-        full = self.workdir / path
-        with contextlib.suppress(FileNotFoundError):
-            if full.is_dir() and not full.is_symlink():
-                return  # an embedded repository: not ours to delete
-            full.unlink()
-        parent = full.parent
-        while parent != self.workdir and self.workdir in parent.parents:
-            try:
-                parent.rmdir()  # only when empty
-            except OSError:
-                break
-            parent = parent.parent
-
-    def _set_modes(self, recorded: dict[str, int], paths: Sequence[str]) -> None:
-        for path in paths:
-            full = self.workdir / path
-            try:
-                info = os.lstat(full)
-            except OSError:
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            wanted = recorded.get(path)
-            if wanted is None:
-                wanted = _default_perm(bool(info.st_mode & 0o100))
-            if stat.S_IMODE(info.st_mode) != wanted:
-                full.chmod(wanted)
+            return sorted({*removed, *written, *chmodded})
 
 
 def _restore_plan(raw: list[bytes]) -> tuple[list[str], list[str]]:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Final
 
@@ -23,9 +24,12 @@ from lmc.errors import WorkspaceError
 __all__ = [
     "UnsafePathError",
     "checked_parts",
+    "chmod_regular",
     "open_folder",
     "read_regular",
+    "remove_empty_folders",
     "remove_file",
+    "write_link",
     "write_regular",
 ]
 
@@ -113,6 +117,11 @@ def read_regular(root: str | Path, relative: str | PurePosixPath, max_bytes: int
         os.close(fd)
 
 
+def _temporary_name() -> str:
+    """A fresh name for a file written then renamed (short: the real name may be 255 bytes)."""
+    return f".lmc-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+
+
 def write_regular(
     root: str | Path, relative: str | PurePosixPath, data: bytes, mode: int | None = None
 ) -> None:
@@ -122,7 +131,7 @@ def write_regular(
     and renamed over the old name, so a link there is replaced, not written through.
     """
     parts = checked_parts(relative)
-    temporary = f".{parts[-1]}.lmc-{os.getpid()}.tmp"
+    temporary = _temporary_name()
     with open_folder(root, parts[:-1], create=True) as folder:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(temporary, flags, 0o666, dir_fd=folder)
@@ -138,12 +147,73 @@ def write_regular(
             raise
 
 
+def write_link(root: str | Path, relative: str | PurePosixPath, target: str) -> None:
+    """Make ``root/relative`` a symbolic link to ``target`` (replacing what is there)."""
+    parts = checked_parts(relative)
+    temporary = _temporary_name()
+    with open_folder(root, parts[:-1], create=True) as folder:
+        os.symlink(target, temporary, dir_fd=folder)
+        try:
+            os.replace(temporary, parts[-1], src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=folder)
+            raise
+
+
 def remove_file(root: str | Path, relative: str | PurePosixPath) -> bool:
-    """Remove a file (or a link itself, never its target) inside ``root``; False if absent."""
+    """Remove a file (or a link itself, never its target) inside ``root``; False if absent.
+
+    A folder is left alone (False): it may be an embedded repository, never ours to delete.
+    """
     parts = checked_parts(relative)
     try:
         with open_folder(root, parts[:-1]) as folder:
+            if stat.S_ISDIR(os.stat(parts[-1], dir_fd=folder, follow_symlinks=False).st_mode):
+                return False
             os.unlink(parts[-1], dir_fd=folder)
     except FileNotFoundError:
         return False
     return True
+
+
+def remove_empty_folders(root: str | Path, relative: str | PurePosixPath) -> None:
+    """Remove the folders above ``relative`` that are now empty, the deepest first."""
+    parts = checked_parts(relative)[:-1]
+    while parts:
+        try:
+            with open_folder(root, parts[:-1]) as folder:
+                os.rmdir(parts[-1], dir_fd=folder)  # rmdir never follows a link: ENOTDIR
+        except (OSError, UnsafePathError):
+            return
+        parts = parts[:-1]
+
+
+def chmod_regular(
+    root: str | Path, relative: str | PurePosixPath, mode: int | Callable[[int], int]
+) -> bool:
+    """Set the permission bits of a regular file inside ``root``; False when there is none.
+
+    ``mode`` may be a function of the file's current bits (git's default for its exec bit).
+
+    The name is opened with ``O_PATH | O_NOFOLLOW`` (a link gives the link itself, nothing
+    is read, a device is not opened) and, when it is a regular file, changed through that
+    descriptor's own inode (``/proc/self/fd/N``, as glibc's ``fchmodat`` does): a link is
+    never followed and a folder swapped on the way is refused.
+    """
+    parts = checked_parts(relative)
+    try:
+        with open_folder(root, parts[:-1]) as folder:
+            fd = os.open(parts[-1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except FileNotFoundError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        wanted = stat.S_IMODE(mode(info.st_mode) if callable(mode) else mode)
+        if stat.S_IMODE(info.st_mode) != wanted:
+            Path(f"/proc/self/fd/{fd}").chmod(wanted)  # the inode the descriptor holds
+        return True
+    finally:
+        os.close(fd)

@@ -3,6 +3,9 @@ developer message says with and without it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,107 @@ def test_the_developer_message_carries_it_and_is_unchanged_without(
             next_role=None,
         )
         assert interpreter._prefix() == today  # byte for byte what it was before AGENTS.md
+
+
+# -- AGENTS.md is the model's to write: links, special files and giants -----------------------
+
+
+def _prompt(workdir: Path, tmp_path: Path) -> str:
+    """The text the model's next request starts with (system and developer messages)."""
+
+    class Here:
+        cwd = workdir
+
+    with Interpreter(
+        computer=Here(),  # type: ignore[arg-type]
+        db_path=tmp_path / "prompt.db",
+    ) as interpreter:
+        return interpreter._prefix()
+
+
+def test_a_link_to_a_private_key_never_reaches_the_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    key = home / ".ssh" / "id_rsa"
+    key.parent.mkdir(parents=True)
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY----- SECRET-KEY-BYTES\n")
+    monkeypatch.setenv("HOME", str(home))
+    work = tmp_path / "work"
+    work.mkdir()
+    os.symlink(os.path.expanduser("~/.ssh/id_rsa"), work / "AGENTS.md")  # what the code did
+    assert "SECRET-KEY-BYTES" not in _prompt(work, tmp_path)
+    assert read_agents(work, 32 * 1024).paths == ()
+    # The old read (Path.read_bytes follows the link) put the key in the prompt:
+    assert b"SECRET-KEY-BYTES" in (work / "AGENTS.md").read_bytes()
+
+
+_PROMPT_OF = """
+import sys
+from pathlib import Path
+from lmc import Interpreter
+
+class Here:
+    cwd = Path(sys.argv[1])
+
+if sys.argv[3] == "old":  # the read lmc did before: Path.read_bytes, following the link
+    print(Path(sys.argv[1], "AGENTS.md").read_bytes().decode("latin-1"))
+with Interpreter(computer=Here(), db_path=sys.argv[2]) as interpreter:
+    print(interpreter._prefix())
+"""
+
+
+def test_a_link_to_proc_environ_never_reaches_the_prompt(tmp_path: Path) -> None:
+    """/proc/self/environ is lmc's own environment as it started: a child lmc process with a
+    planted key builds its prompt."""
+    work = tmp_path / "work"
+    work.mkdir()
+    os.symlink("/proc/self/environ", work / "AGENTS.md")
+    env = {**os.environ, "OPENAI_API_KEY": "sk-planted-0123456789"}
+
+    def prompt(mode: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", _PROMPT_OF, str(work), str(tmp_path / f"{mode}.db"), mode],
+            env=env, capture_output=True, text=True, check=True, timeout=120,
+        )  # fmt: skip
+        return done.stdout
+
+    assert "sk-planted-0123456789" not in prompt("new")
+    assert "sk-planted-0123456789" in prompt("old")  # the old read carried the key
+
+
+def test_a_fifo_or_a_folder_is_skipped_without_hanging(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    os.mkfifo(work / "AGENTS.md")
+    assert read_agents(work, 1024).text == ""
+    (work / "AGENTS.md").unlink()
+    (work / "AGENTS.md").mkdir()
+    assert read_agents(work, 1024).text == ""
+
+
+def test_a_sparse_giant_costs_no_more_than_the_cap(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    giant = work / "AGENTS.md"
+    with giant.open("wb") as handle:
+        handle.write(b"Rule one.\n")
+        handle.truncate(512 * 1024 * 1024)  # sparse: no disk used
+    reads: list[int] = []
+    real_read = os.read
+
+    def counting(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        reads.append(len(data))
+        return data
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(os, "read", counting)
+    try:
+        doc = read_agents(work, 4096)
+    finally:
+        mp.undo()
+    assert doc.truncated and "Rule one." in doc.text
+    assert sum(reads) <= 4097  # read no more than the cap (one byte more tells it was longer)
+    assert "Rule one." in _prompt(work, tmp_path)
+    assert giant.stat().st_size == 512 * 1024 * 1024  # the old read_bytes() took all of it

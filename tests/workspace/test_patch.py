@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lmc.workspace import untrusted
 from lmc.workspace.patch import PatchError, apply_changes, apply_patch, parse_patch, plan_patch
 
 Tree = dict[str, bytes]
@@ -263,14 +264,17 @@ def test_a_file_link_is_not_followed_by_an_add(tmp_path: Path) -> None:
     assert (tmp_path / "target").read_bytes() == b"safe\n"
 
 
-def test_a_write_that_fails_midway_puts_back_what_was_written(tmp_path: Path) -> None:
+def test_a_write_that_fails_midway_puts_back_what_was_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make(tmp_path, {"a.txt": b"a\n", "z/b.txt": b"b\n"})
     changes = plan_patch(
         patch("*** Update File: a.txt", "-a", "+A", "*** Update File: z/b.txt", "-b", "+B"),
         lambda p: (tmp_path / p).read_bytes(),
     )
     # The second write cannot be made: its temporary name is taken (even root cannot).
-    (tmp_path / f"z/.b.txt.lmc-{os.getpid()}.tmp").mkdir()
+    monkeypatch.setattr(untrusted, "_temporary_name", lambda: ".taken.tmp")
+    (tmp_path / "z" / ".taken.tmp").mkdir()
     with pytest.raises(PatchError, match=r"z/b\.txt"):
         apply_changes(tmp_path, changes)
     assert tree(tmp_path) == {"a.txt": b"a\n", "z/b.txt": b"b\n"}

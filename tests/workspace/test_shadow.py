@@ -101,12 +101,34 @@ def test_a_file_that_grows_past_the_cap_leaves_the_snapshot(project: Path, tmp_p
 
 
 def test_too_many_files_is_one_clear_error(tmp_path: Path) -> None:
+    """Too many files with no folder to leave out (all at the top)."""
     work = tmp_path / "many"
     work.mkdir()
     for i in range(30):
         (work / f"f{i}").write_text(str(i))
-    with pytest.raises(WorkspaceError, match="more than 20 files: checkpoints are off here"):
+    with pytest.raises(
+        WorkspaceError, match="more than 20 files outside its largest folders: checkpoints are off"
+    ):
         ShadowRepo(work, tmp_path / "shadow", max_files=20).snapshot()
+
+
+def test_a_folder_of_50001_files_is_left_out_and_the_rest_snapshotted(
+    project: Path, tmp_path: Path
+) -> None:
+    """The attack: a block makes 50,001 files, then overwrites a file (default caps)."""
+    repo = ShadowRepo(project, tmp_path / "shadow")
+    before = repo.snapshot()
+    flood = project / "flood" / "inner"
+    flood.mkdir(parents=True)
+    for i in range(50_001):
+        (flood / f"{i}").touch()
+    (project / "a.txt").write_text("overwritten by the model\n")
+    after = repo.snapshot()
+    assert after.left_out == ("flood/inner",)
+    assert [c.path for c in changes_between(repo, before.commit, after.commit)] == ["a.txt"]
+    assert repo.restore(before.commit, after) == ["a.txt"]
+    assert (project / "a.txt").read_text() == "one\ntwo\n"
+    assert len(list(flood.iterdir())) == 50_001  # left as it is
 
 
 def test_a_missing_workdir_is_one_clear_error(tmp_path: Path) -> None:

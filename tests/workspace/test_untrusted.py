@@ -15,8 +15,11 @@ import pytest
 from lmc.workspace.untrusted import (
     UnsafePathError,
     checked_parts,
+    chmod_regular,
     read_regular,
+    remove_empty_folders,
     remove_file,
+    write_link,
     write_regular,
 )
 
@@ -101,3 +104,46 @@ def test_remove_removes_the_link_not_its_target(work: Path, outside: Path) -> No
 def test_writes_make_missing_folders(work: Path) -> None:
     write_regular(work, "a/b/c.txt", b"hi")
     assert (work / "a" / "b" / "c.txt").read_bytes() == b"hi"
+
+
+def test_a_link_is_written_in_place_of_what_is_there(work: Path, outside: Path) -> None:
+    (work / "ln").write_text("file")
+    write_link(work, "ln", str(outside))
+    assert os.readlink(work / "ln") == str(outside) and outside.read_text() == "PRIVATE KEY"
+    (work / "sub").symlink_to(outside.parent)
+    with pytest.raises(UnsafePathError):
+        write_link(work, "sub/ln", "x")  # never inside a linked folder
+    assert not (outside.parent / "ln").exists()
+
+
+def test_remove_leaves_folders_and_empty_parents_go(work: Path) -> None:
+    (work / "a" / "b").mkdir(parents=True)
+    (work / "a" / "b" / "f").write_text("x")
+    assert remove_file(work, "a/b") is False and (work / "a" / "b").is_dir()
+    assert remove_file(work, "a/b/f") is True
+    remove_empty_folders(work, "a/b/f")
+    assert not (work / "a").exists()
+
+
+def test_empty_parents_are_not_followed_out(work: Path, outside: Path) -> None:
+    empty = outside.parent / "empty"
+    empty.mkdir()
+    (work / "d").symlink_to(empty)
+    remove_empty_folders(work, "d/x/f")
+    assert empty.is_dir() and (work / "d").is_symlink()
+
+
+def test_chmod_through_a_linked_folder_is_refused(work: Path, outside: Path) -> None:
+    (work / "sub").symlink_to(outside.parent)
+    with pytest.raises(UnsafePathError):
+        chmod_regular(work, "sub/id_rsa", 0o4777)
+    assert oct(outside.stat().st_mode & 0o7777) == "0o600"
+    (work / "sub" / "id_rsa").chmod(0o4777)  # what a chmod by path does
+    assert oct(outside.stat().st_mode & 0o7777) == "0o4777"
+
+
+def test_a_name_of_255_bytes_is_written(work: Path) -> None:
+    name = "n" * 255
+    write_regular(work, name, b"long")
+    write_link(work, "l" * 255, name)
+    assert (work / name).read_bytes() == b"long" and (work / ("l" * 255)).read_bytes() == b"long"

@@ -7,12 +7,13 @@ same namespaces a kernel gets; the answer is cached for the process (a few ms).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from lmc.paths import host_which
 
 __all__ = ["INSTALL_HINT", "SandboxTool", "find_tool"]
 
@@ -45,12 +46,12 @@ _cache_lock = threading.Lock()
 def find_tool() -> SandboxTool:
     """This machine's sandbox tool, probed on first use for the current PATH."""
     if sys.platform == "darwin":
-        path = shutil.which("sandbox-exec") or (
-            "/usr/bin/sandbox-exec" if shutil.which("/usr/bin/sandbox-exec") else None
+        path = host_which("sandbox-exec") or (
+            "/usr/bin/sandbox-exec" if host_which("/usr/bin/sandbox-exec") else None
         )
         key = ("seatbelt", path)
     else:
-        path = shutil.which("bwrap") if sys.platform.startswith("linux") else None
+        path = host_which("bwrap") if sys.platform.startswith("linux") else None
         key = ("bubblewrap", path)
     with _cache_lock:
         tool = _cache.get(key)

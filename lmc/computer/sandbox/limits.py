@@ -17,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
+from lmc.paths import host_which
 from lmc.settings import parse_size
 
 __all__ = ["GIB", "CgroupBackend", "KernelLimits", "Limits", "find_backend", "parse_size"]
@@ -146,7 +146,7 @@ def _find_backend() -> CgroupBackend:
     parent = _v2_parent()
     if parent is not None:
         return CgroupBackend("cgroup-v2", parent)
-    if shutil.which("systemd-run") and os.environ.get("XDG_RUNTIME_DIR"):
+    if host_which("systemd-run") and os.environ.get("XDG_RUNTIME_DIR"):
         bus = Path(os.environ["XDG_RUNTIME_DIR"]) / "systemd" / "private"
         if bus.exists():
             return CgroupBackend("systemd-run")
@@ -176,7 +176,7 @@ class KernelLimits:
                 "-p", "MemorySwapMax=0", "--",
             ]  # fmt: skip
         if kind == "rlimit":
-            prlimit = shutil.which("prlimit")
+            prlimit = host_which("prlimit")
             return [] if prlimit is None else [prlimit, f"--nproc={limits.processes}", "--"]
         name = f"k-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         if kind == "cgroup-v1":

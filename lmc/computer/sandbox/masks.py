@@ -16,7 +16,8 @@ kind: what opens a folder up comes before what closes part of it again). Kinds:
   ``.lmc`` and Python virtual environments, at its top and one level down.
 - **write**: the writable binds (working directory, the kernel's own folder, ``keep_writable``).
 - **mask**: hidden secrets (an empty read-only tmpfs over a folder, /dev/null over a file),
-  host Unix sockets and other lmc sessions' runtime folders.
+  host Unix sockets (every path bound now, from /proc/net/unix, outside the sandbox's own
+  folders) and other lmc sessions' runtime folders.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Final
 
 from lmc.computer.sandbox.policy import SandboxPolicy
 
-__all__ = ["PROTECTED_NAMES", "Mount", "mounts"]
+__all__ = ["PROTECTED_NAMES", "Mount", "bound_sockets", "mounts"]
 
 #: Folders inside the working directory that run code on the host later (hooks, config).
 PROTECTED_NAMES: Final = (".git", ".hg", ".svn", ".jj", ".lmc")
@@ -168,6 +169,49 @@ def _socket_masks(folders: Iterable[Path], hidden: set[Path]) -> list[Mount]:
     return masks
 
 
+#: At most this many bound sockets are masked one by one (a host with more is unusual).
+_MAX_BOUND_MASKS: Final = 1000
+#: Folders that are private or empty inside the sandbox: their sockets need no mask.
+_PRIVATE_INSIDE: Final = (Path("/tmp"), Path("/run"), Path("/dev"), Path("/proc"), Path("/sys"))
+_UNIX_TABLE: Final = Path("/proc/net/unix")
+
+
+def bound_sockets(table: Path = _UNIX_TABLE) -> list[Path]:
+    """The paths Unix sockets are bound to on this host now (lmc's network namespace).
+
+    ``connect()`` ignores a read-only mount, so every such socket the sandbox would show is
+    covered with /dev/null: the code's connect to it is refused. (Abstract sockets belong to
+    the network namespace, which the sandbox has its own of while the network is off.)
+    """
+    try:
+        lines = table.read_text(encoding="utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return []
+    found: set[Path] = set()
+    for line in lines:
+        fields = line.split(maxsplit=7)
+        if len(fields) == 8 and fields[7].startswith("/"):
+            found.add(Path(fields[7]))
+    return sorted(found)
+
+
+def _bound_socket_masks(skip: Sequence[Path], hidden: set[Path], sealed: set[Path]) -> list[Mount]:
+    """/dev/null over every bound host socket the sandbox would show."""
+    masks: list[Mount] = []
+    for path in bound_sockets():
+        if len(masks) >= _MAX_BOUND_MASKS:
+            break
+        if _inside(path, [*_PRIVATE_INSIDE, *skip, *hidden]) or path.parent in sealed:
+            continue  # private inside, the sandbox's own, hidden, or not bound back
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                continue
+        except OSError:
+            continue
+        masks.append(Mount(path, _MASK, ("--ro-bind", "/dev/null", str(path))))
+    return masks
+
+
 def _agent_sockets() -> list[Path]:
     """Runtime folders and agent sockets named by the environment."""
     found: list[Path] = []
@@ -213,6 +257,15 @@ def mounts(
     ]
     temp_dirs = {Path("/var/tmp"), Path(os.environ.get("TMPDIR") or "/tmp").resolve()}
     out += _socket_masks(sorted(temp_dirs - {Path("/tmp")}), plan.hidden)
+    own = [*writable, *keep, *(Path(p).resolve() for p in shared)]
+    if private_root is not None:
+        own.append(private_root.resolve())
+    masked = {m.target for m in out if m.rank == _MASK}
+    out += [
+        m
+        for m in _bound_socket_masks(own, plan.hidden, sealed)
+        if m.target not in masked and not _inside(m.target, masked)
+    ]
     out.sort(key=lambda mount: (mount.depth, mount.rank))
     args = [arg for mount in out for arg in mount.args]
     for folder in plan.sealed:

@@ -49,9 +49,14 @@ def protections(policy: SandboxPolicy) -> list[Line]:
         (
             "sockets",
             bubblewrap,
-            "/run, $XDG_RUNTIME_DIR, agent and multiplexer sockets masked; other lmc "
-            "sessions' kernels invisible"
-            + ("" if not policy.network else "; abstract sockets reachable with the network"),
+            "/run, $XDG_RUNTIME_DIR, agent and multiplexer sockets masked; every Unix "
+            "socket bound on the host when a kernel starts (/proc/net/unix) covered, so "
+            "connect() is refused; other lmc sessions' kernels invisible"
+            + (
+                "; abstract sockets reachable with the network"
+                if policy.network
+                else "; abstract sockets apart (own network namespace)"
+            ),
         ),
         ("repositories", bubblewrap, f".git, .hg, .lmc and venvs read-only in the workdir{kept}"),
         ("home", bubblewrap, "sealed: dot entries read-only, nothing new appears"),

@@ -143,3 +143,35 @@ def test_a_glob_in_hide_hides_what_matches(place: Place, contained: Computer) ->
     with Computer(sandbox="workspace", workdir=place.work, hide=("~/token-*",)) as computer:
         assert FAKE_KEY not in output_of(computer, "python", read_code("python", secret))
     assert FAKE_KEY in output_of(contained, "python", read_code("python", secret))
+
+
+@pytest.mark.parametrize("language", ["python", "shell"])
+def test_a_listening_socket_deep_in_a_read_only_folder_cannot_be_reached(
+    language: str, place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host socket nested in /var/tmp (a folder the sandbox shows read-only: connect()
+    ignores read-only mounts). Every bound socket is masked at the kernel's start; with that
+    mask off (the list of bound sockets emptied) the same code connects from the sandbox."""
+    from lmc.computer.sandbox import masks
+
+    deep = place.root / f"service-{language}" / "sockets" / "listen.sock"
+    code = connect_code(language, deep)
+    with unix_server(deep):
+        with Computer(sandbox="workspace", workdir=place.work) as contained:
+            assert "agent-hello" not in output_of(contained, language, code)
+        monkeypatch.setattr(masks, "bound_sockets", lambda *a, **k: [])
+        with Computer(sandbox="workspace", workdir=place.work) as unmasked:
+            assert "agent-hello" in output_of(unmasked, language, code)
+
+
+def test_bound_sockets_come_from_the_kernels_table(tmp_path: Path) -> None:
+    from lmc.computer.sandbox.masks import bound_sockets
+
+    table = tmp_path / "unix"
+    table.write_text(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        "0000: 00000002 00000000 00010000 0001 01 1 /var/tmp/a b.sock\n"
+        "0000: 00000002 00000000 00010000 0001 01 2 @abstract\n"
+        "0000: 00000003 00000000 00000000 0001 03 3\n"
+    )  # the layout of Linux's net/unix/af_unix.c unix_seq_show
+    assert bound_sockets(table) == [Path("/var/tmp/a b.sock")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -164,3 +165,51 @@ def test_the_same_holds_for_a_normal_user(nobody_root: Path) -> None:
     assert "key None" in inside and "mount -1 1" in inside, inside
     assert "outside wrote" not in inside
     assert "key sk-nobody-secret" in outside and "outside wrote" in outside, outside
+
+
+SOCKET_PROGRAM = """
+import sys
+from lmc.computer import Computer
+from lmc.computer.sandbox import masks
+work, path = sys.argv[1], sys.argv[2]
+code = (
+    "import socket\\ns = socket.socket(socket.AF_UNIX)\\ns.settimeout(5)\\n"
+    f"s.connect({path!r})\\nprint(s.recv(100).decode())"
+)
+def said(computer):
+    return "".join(c.get("content", "") for c in computer.run("python", code)
+                   if c.get("format") == "output")
+with Computer(sandbox="workspace", workdir=work) as contained:
+    print("masked", "agent-hello" in said(contained))
+masks.bound_sockets = lambda *a, **k: []
+with Computer(sandbox="workspace", workdir=work) as unmasked:
+    print("unmasked", "agent-hello" in said(unmasked))
+"""
+
+
+def test_a_host_socket_is_masked_for_a_normal_user_too(nobody_root: Path) -> None:
+    """The same attack as test_host_reach's, with lmc run as nobody: a socket anyone may
+    connect to (0777), deep in /var/tmp, is refused inside and reached with the mask off."""
+    from support.sandbox_testing import greeting
+
+    root = nobody_root
+    path = root / "service" / "listen.sock"
+    path.parent.mkdir()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    path.chmod(0o777)
+    server.listen()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(root),
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[3]), *_site()]),
+        "LMC_DATA_DIR": str(root / "data"),
+    }
+    with greeting(server, b"agent-hello\n"):
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+             _system_python(), "-c", SOCKET_PROGRAM, str(root / "work"), str(path)],
+            env=env, capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["masked False", "unmasked True"], done.stdout
