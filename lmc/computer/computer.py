@@ -174,6 +174,10 @@ class Computer:
         self._fresh.add(resolved.name)
         self._replace(resolved)
 
+    def keep_state(self, state: KernelState | None) -> None:
+        """Where kernels started from now on keep their state (None: nowhere)."""
+        self.state = state
+
     def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
         """Change the sandbox (and/or its network); running kernels are shut down so the
         next run starts contained the new way. Returns the languages whose state was lost;
