@@ -16,6 +16,7 @@ Launched as ``python3 lmc_shell_kernel.py -f CONNECTION_FILE`` (see kernel.json)
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # kernels/: the shared lmc_wrapper
 
 from bash_session import BashSession, Finished
+from shell_state import ShellState
 from lmc_wrapper.base import main
 from lmc_wrapper.kernel import WrapperKernel, exit_description
 
@@ -43,7 +45,13 @@ class ShellKernel(WrapperKernel):
 
     def __init__(self, connection_file: str) -> None:
         super().__init__(connection_file)
-        self._bash = self._wrapped = BashSession()
+        env = dict(os.environ)
+        self._state, restore = ShellState.from_environment(env)
+        if self._state is not None and restore:
+            cwd = self._state.restore(env)
+            if cwd is not None:
+                os.chdir(cwd)
+        self._bash = self._wrapped = BashSession(env, dump_state=self._state is not None)
         self._bash.start()
 
     def _execute(self, code: str, silent: bool) -> dict[str, Any]:
@@ -53,6 +61,8 @@ class ShellKernel(WrapperKernel):
                 finished = event
         if finished.exited and not self.stopping:  # not when a shutdown request ended it
             self._bash.restart()
+        elif self._state is not None and self._bash.state_dump is not None:
+            self._state.save(self._bash.state_dump)
         error = _error_content(finished)
         if error is None:
             return self._ok()

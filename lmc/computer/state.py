@@ -181,8 +181,11 @@ def restore_note(folder: Path, language: str) -> str | None:
         if report is None or not isinstance(report.get("cwd"), str):
             return None
         exports = _names({n: 0 for n in report.get("exports") or []})
-        named = f" and exports {_enumerate(exports)}" if exports else ""
-        return f"[lmc: shell state restored: working directory {_plain(report['cwd'], 400)}{named}]\n"
+        named = f"exports {_enumerate(exports)}" if exports else "no exports"
+        cwd = _plain(report["cwd"], 400)
+        if report.get("found") is False:
+            return f"[lmc: shell state restored: {named}; not the working directory {cwd} (gone)]\n"
+        return f"[lmc: shell state restored: working directory {cwd}, {named}]\n"
     return None
 
 
