@@ -24,9 +24,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # kernels/: the shared lmc_wrapper
 
 from bash_session import BashSession, Finished
-from shell_state import ShellState
 from lmc_wrapper.base import main
 from lmc_wrapper.kernel import WrapperKernel, exit_description
+from shell_state import ShellState
 
 __all__ = ["ShellKernel"]
 

@@ -199,9 +199,7 @@ class StateKeeper:
         }
         for name in set(self._cache) - set(kept):
             del self._cache[name]
-        _write_private(
-            os.path.join(self.folder, "manifest.json"), [json.dumps(manifest).encode()]
-        )
+        _write_private(os.path.join(self.folder, "manifest.json"), [json.dumps(manifest).encode()])
         self._remove_stale({entry["file"] for entry in kept.values()})
         return manifest
 

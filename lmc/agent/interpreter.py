@@ -28,9 +28,9 @@ from lmc.agent.checkpoints import Checkpointer, RewindReport
 from lmc.agent.compaction import Compactor
 from lmc.agent.display import Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call
+from lmc.agent.kept_state import attach_state, kernel_state_for
 from lmc.agent.loop import ComputerLike, Loop, LoopSettings
 from lmc.agent.pieces import backend_config, browser_tools, mcp_tools, sandbox_options, tool_set
-from lmc.agent.kept_state import attach_state, kernel_state_for
 from lmc.agent.storage import ConversationStore, TokenUsage, new_conversation_id
 from lmc.agent.tools import (
     argument_schemas,
@@ -161,7 +161,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             usage=self._count_usage,
         )
         if s.compaction:
-            self._loop.compactor = Compactor(self._loop)
+            self._loop.compactor = Compactor(self._loop, live_names=self._live_names)
         #: What the last :meth:`undo` did (files restored, messages removed).
         self.last_undo: RewindReport | None = None
         self._checkpoint_caps = (s.checkpoint_max_file_size, s.checkpoint_max_files)
@@ -244,6 +244,13 @@ class Interpreter(ChatMixin, WorkspaceMixin):
                 **self._sandbox, gateway=gateway_config(self.settings), state=self._kernel_state()
             )
         return self._computer
+
+    def _live_names(self) -> str | None:
+        """The kernels' live names with their types, for the model after a compaction."""
+        from lmc.computer.state import listing
+
+        state = self._kernel_state()
+        return listing(state.folder) if state is not None else None
 
     def _kernel_state(self) -> KernelState | None:
         """Where this conversation's kernels keep their state (lmc.computer.state)."""

@@ -124,6 +124,13 @@ def _names(mapping: object) -> list[str]:
     return sorted(n for n in map(_name, mapping) if n is not None)
 
 
+def _listed(value: object) -> list[str]:
+    """The identifiers of a list the kernel wrote (anything else: none)."""
+    if not isinstance(value, list):
+        return []
+    return sorted({n for n in map(_name, value) if n is not None})
+
+
 def _enumerate(items: list[str]) -> str:
     shown = items[:_NAMES_SHOWN]
     more = len(items) - len(shown)
@@ -164,7 +171,7 @@ def restore_note(folder: Path, language: str) -> str | None:
             path.unlink()
         if report is None:
             return None
-        back = _names({n: 0 for n in report.get("restored") or []})
+        back = _listed(report.get("restored"))
         back += [n for n in _names(report.get("modules")) if n not in back]
         failed = report.get("failed")
         not_back = _lost_text(report.get("lost"))
@@ -180,7 +187,7 @@ def restore_note(folder: Path, language: str) -> str | None:
             path.unlink()
         if report is None or not isinstance(report.get("cwd"), str):
             return None
-        exports = _names({n: 0 for n in report.get("exports") or []})
+        exports = _listed(report.get("exports"))
         named = f"exports {_enumerate(exports)}" if exports else "no exports"
         cwd = _plain(report["cwd"], 400)
         if report.get("found") is False:
@@ -215,7 +222,10 @@ def listing(folder: Path) -> str | None:
         items = [f"{n}: {_kind(kept[n])}" for n in _names(kept)] if isinstance(kept, dict) else []
         modules = manifest.get("modules")
         if isinstance(modules, dict):
-            items += [f"{n}: module {_name(modules[n]) or _plain(modules[n], 60)}" for n in _names(modules)]
+            items += [
+                f"{n}: module {_name(modules[n]) or _plain(modules[n], 60)}"
+                for n in _names(modules)
+            ]
         if items:
             lines.append(f"python: {_enumerate(sorted(items))}")
         lost = _lost_text(manifest.get("lost"))
