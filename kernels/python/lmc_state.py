@@ -116,7 +116,7 @@ def _pickle(value: Any, refs: dict[int, str], name: str) -> _Pickled:
     buffers: list[pickle.PickleBuffer] = []
     own = id(value) if refs.get(id(value)) == name else None
 
-    class Pickler(_PICKLER):  # type: ignore[misc,valid-type]
+    class Pickler(_PICKLER):  # type: ignore[misc]
         def persistent_id(self, obj: Any) -> str | None:
             key = id(obj)
             return refs.get(key) if key != own else None
