@@ -59,10 +59,14 @@ class KernelState:
     max_total: int = DEFAULT_MAX_TOTAL
 
     def prepare(self) -> Path:
-        """The folder, made (0700, as its parent) if missing: it is bound into the sandbox at
-        launch."""
-        private_dir(self.folder.parent)
-        return private_dir(self.folder)
+        """The folder, made (0700, as the folders up to ``kernel-state``) if missing: it is
+        bound into the sandbox at launch."""
+        private_dir(self.folder)
+        for parent in self.folder.parents if "kernel-state" in self.folder.parts else ():
+            private_dir(parent)
+            if parent.name == "kernel-state":
+                break
+        return self.folder
 
     def environment(self, *, restore: bool) -> dict[str, str]:
         """What a kernel is told: the folder, the caps, and whether to restore at start."""

@@ -17,8 +17,10 @@ from pathlib import Path
 from support.agent_testing import MakeInterpreter
 from support.replay import write_replay
 
+from lmc.agent.kept_state import state_folder
 from lmc.agent.storage import ConversationStore
 from lmc.messages import Message, text_of
+from lmc.paths import data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 FINAL = "<|channel|>final<|message|>{}<|return|>"
@@ -38,9 +40,7 @@ def add_x(n):
 sock = socket.socket()
 gen = (i for i in range(3))
 print("made")"""
-USE_STATE = (
-    "print(x, arr.shape, p.norm2(), square(5), add_x(1), isinstance(p, Point), np.pi > 3)"
-)
+USE_STATE = "print(x, arr.shape, p.norm2(), square(5), add_x(1), isinstance(p, Point), np.pi > 3)"
 USED = "41 (3, 4) 25 25 42 True True"
 
 CHILD = """
@@ -123,14 +123,16 @@ def test_a_resume_in_a_new_process_brings_the_variables_and_the_shell_back(
 
     # Nothing of it in the working directory: only what the code made there.
     assert sorted(p.name for p in work.rglob("*")) == ["sub"]
-    # All of it under the conversation's own private folder beside the database.
-    folder = tmp_path / "kernel-state" / cid
+    # All of it in the conversation's own private folder in lmc's data directory.
+    folder = state_folder(db, cid)
+    assert folder is not None and folder.is_relative_to(data_dir() / "kernel-state")
     kept = [p for p in tmp_path.rglob("*") if p.name.endswith((".pkl", ".json"))]
     assert kept and all(p.is_relative_to(folder) for p in kept)
     for path in [folder, *folder.rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode == (0o700 if path.is_dir() else 0o600), path
     assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE((data_dir() / "kernel-state").stat().st_mode) == 0o700
 
     # Deleting the conversation deletes its state.
     from lmc.cli.history import delete
@@ -183,7 +185,7 @@ def test_turned_off_nothing_is_kept_or_restored(
     _, died, used = outputs(interpreter.chat("go", display=False))
     assert "earlier variables and imports are gone" in died
     assert "NameError" in used
-    assert not (tmp_path / "kernel-state").exists()
+    assert not (data_dir() / "kernel-state").exists()
 
 
 def test_code_cannot_see_another_conversations_state(
@@ -191,7 +193,6 @@ def test_code_cannot_see_another_conversations_state(
 ) -> None:
     """The sandbox binds one conversation's folder; the rest of lmc's data stays hidden.
     Without the sandbox the same attempt reads the other conversation's snapshot."""
-    from lmc.paths import data_dir
 
     other = data_dir() / "kernel-state" / "0123456789ab" / "python"
     other.mkdir(parents=True)
