@@ -59,6 +59,7 @@ _ATOMIC: Final = (type(None), bool, int, float, complex, str, bytes, range)
 #: IPython's own history names: ``_``, ``__``, ``_i``, ``_ii``, ``_i3``, ``_3``, ``_ih``...
 _IPYTHON_NAME = re.compile(r"_+|_i+|_i?\d+|_ih|_oh|_dh|In|Out|exit|quit|get_ipython")
 _MAGIC: Final = b"LMCSTATE1\n"
+_IN_MEMORY: Final = (io.BytesIO, io.StringIO)
 
 
 def _identity_kept(value: Any) -> bool:
@@ -119,6 +120,9 @@ def _pickle(value: Any, refs: dict[int, str], name: str) -> _Pickled:
     class Pickler(_PICKLER):  # type: ignore[misc]
         def persistent_id(self, obj: Any) -> str | None:
             key = id(obj)
+            if isinstance(obj, io.IOBase) and not isinstance(obj, _IN_MEMORY):
+                # cloudpickle would keep the file's text as a StringIO: not the file.
+                raise TypeError("an open file is not kept")
             return refs.get(key) if key != own else None
 
     Pickler(out, protocol=5, buffer_callback=buffers.append).dump(value)

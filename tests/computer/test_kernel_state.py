@@ -1,0 +1,139 @@
+"""Kernel state at the Computer's level: what a snapshot rewrites, the caps, a restart on
+request, the shell's directory and exports, and lmc reading what the kernel wrote.
+
+Real kernels in lmc's sandbox; the state folder is in lmc's (hidden) data directory, as the
+Interpreter puts it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.computer_testing import collect, output_of
+
+from lmc.computer import Computer
+from lmc.computer.state import KernelState, listing, restore_note, saved_summary
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelState:
+    monkeypatch.setenv("LMC_DATA_DIR", str(tmp_path / "data"))
+    return KernelState(tmp_path / "data" / "kernel-state" / "c0ffee", max_value=100_000)
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "work").mkdir()
+    return tmp_path / "work"
+
+
+@pytest.fixture
+def computer(state: KernelState, work: Path) -> Iterator[Computer]:
+    with Computer(workdir=work, state=state) as made:
+        yield made
+
+
+def run(computer: Computer, language: str, code: str) -> str:
+    return output_of(collect(computer, language, code))
+
+
+def files(state: KernelState) -> dict[str, tuple[int, str]]:
+    """name -> (inode of its file, file), from the python manifest."""
+    manifest = json.loads((state.folder / "python" / "manifest.json").read_text())
+    folder = state.folder / "python"
+    return {
+        name: (os.stat(folder / entry["file"]).st_ino, entry["file"])
+        for name, entry in manifest["kept"].items()
+    }
+
+
+def test_only_what_changed_is_written_again(computer: Computer, state: KernelState) -> None:
+    run(
+        computer,
+        "python",
+        "import numpy as np\nbig = list(range(5000))\narr = np.ones(1000)\ny = 1",
+    )
+    first = files(state)
+    run(computer, "python", "y = 2")
+    second = files(state)
+    assert second["big"] == first["big"] and second["arr"] == first["arr"]
+    assert second["y"][0] != first["y"][0]
+    run(computer, "python", "big.append(1)\narr[500] = 7")  # in place: same objects
+    third = files(state)
+    assert third["big"][0] != second["big"][0] and third["arr"][0] != second["arr"][0]
+    run(computer, "python", "del big")
+    assert "big" not in files(state)
+    assert not (state.folder / "python" / first["big"][1]).exists()
+
+
+def test_values_over_the_caps_are_listed_as_not_kept(
+    computer: Computer, state: KernelState
+) -> None:
+    run(computer, "python", "small = b'x' * 10\nhuge = b'x' * 200_000")
+    summary = saved_summary(state.folder)["python"]
+    assert "small" in summary and "huge (bytes: over the cap of 100000 bytes per value)" in summary
+    computer.restart("python")  # on request: a fresh kernel, nothing restored
+    assert "NameError" in run(computer, "python", "small")
+    assert restore_note(state.folder, "python") is None
+
+
+def test_a_restored_kernel_says_what_came_back_and_the_listing_shows_shapes(
+    computer: Computer, state: KernelState
+) -> None:
+    run(
+        computer,
+        "python",
+        "import numpy as np\narr = np.zeros((3, 4))\nxs = [1, 2]\nf = open('/dev/null')",
+    )
+    text = listing(state.folder)
+    assert text is not None
+    assert "arr: ndarray 3×4" in text and "xs: list of 2" in text and "np: module numpy" in text
+    assert "f (TextIOWrapper: cannot be pickled (TypeError))" in text
+    died = run(computer, "python", "import os\nos._exit(1)")
+    assert "what was saved after the last block comes back in it" in died
+    back = run(computer, "python", "print(arr.shape, xs)")
+    assert back.startswith("[lmc: python state restored: arr, np, xs; not restored: f (")
+    assert "(3, 4) [1, 2]" in back
+
+
+def test_the_shell_comes_back_where_it_was_with_its_exports(
+    computer: Computer, state: KernelState, work: Path
+) -> None:
+    (work / "a b").mkdir()
+    run(computer, "shell", "cd 'a b' && export ODD=$'two\\nlines \"q\" $x' PLAIN=1 && unset LANG")
+    computer.restart("shell")  # on request: fresh, in the working directory
+    assert run(computer, "shell", "pwd").strip() == str(work)
+    run(computer, "shell", "cd 'a b' && export ODD=$'two\\nlines \"q\" $x' PLAIN=1 && unset LANG")
+    run(computer, "shell", "kill -9 $PPID")  # the kernel dies
+    back = run(computer, "shell", 'pwd; printf "%s|" "$ODD" "$PLAIN" "${LANG-unset}"')
+    assert f"working directory {work / 'a b'}, exports ODD, PLAIN]" in back
+    assert back.endswith(f'{work / "a b"}\ntwo\nlines "q" $x|1|unset|')
+    # A directory that is gone: the exports come back, the kernel starts in the usual place.
+    (work / "a b").rmdir()
+    run(computer, "shell", "kill -9 $PPID")
+    back = run(computer, "shell", "pwd")
+    assert "not the working directory" in back and back.endswith(f"{work}\n")
+
+
+def test_what_the_kernel_wrote_is_read_with_care(state: KernelState) -> None:
+    """The JSON comes from code the model wrote: junk, huge or escape-laden, it never
+    breaks lmc nor reaches the terminal."""
+    python = state.folder / "python"
+    python.mkdir(parents=True)
+    (python / "restored.json").write_text("[not an object")
+    assert restore_note(state.folder, "python") is None
+    report = {"restored": ["ok", "\x1b[2Jboom", 5], "failed": {"x": "\x1b]0;t\x07why"}}
+    (python / "restored.json").write_text(json.dumps(report))
+    note = restore_note(state.folder, "python")
+    assert note is not None and "\x1b" not in note and "boom" not in note
+    assert "ok" in note and "x (]0;twhy)" in note
+    (python / "manifest.json").write_text(json.dumps({"kept": 7, "modules": [], "lost": "z"}))
+    assert listing(state.folder) is None and saved_summary(state.folder) == {
+        "python": "its variables come back (none were saved)"
+    }
+    (python / "manifest.json").write_bytes(b"{" + b" " * (5 * 1024 * 1024) + b"}")
+    assert listing(state.folder) is None
