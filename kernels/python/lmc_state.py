@@ -34,6 +34,7 @@ import os
 import pickle
 import re
 import sys
+import time
 import types
 import zlib
 from collections.abc import Callable
@@ -60,6 +61,7 @@ _ATOMIC: Final = (type(None), bool, int, float, complex, str, bytes, range)
 _IPYTHON_NAME = re.compile(r"_+|_i+|_i?\d+|_ih|_oh|_dh|In|Out|exit|quit|get_ipython")
 _MAGIC: Final = b"LMCSTATE1\n"
 _IN_MEMORY: Final = (io.BytesIO, io.StringIO)
+_PLAIN: Final = frozenset({int, float, str, bytes, bool, type(None), complex})
 
 
 def _identity_kept(value: Any) -> bool:
@@ -119,6 +121,8 @@ def _pickle(value: Any, refs: dict[int, str], name: str) -> _Pickled:
 
     class Pickler(_PICKLER):  # type: ignore[misc]
         def persistent_id(self, obj: Any) -> str | None:
+            if type(obj) in _PLAIN:  # most objects of a large value: no more checks
+                return None
             key = id(obj)
             if isinstance(obj, io.IOBase) and not isinstance(obj, _IN_MEMORY):
                 # cloudpickle would keep the file's text as a StringIO: not the file.
@@ -155,6 +159,7 @@ class StateKeeper:
         self.max_total = max_total
         #: name -> (identity, fingerprint, manifest entry)
         self._cache: dict[str, tuple[int, str, dict[str, Any]]] = {}
+        self._written: tuple[Any, ...] | None = None  # the manifest's contents on disk
         self.cell = 0
 
     # -- snapshot -----------------------------------------------------------------------------
@@ -172,6 +177,7 @@ class StateKeeper:
 
     def snapshot(self) -> dict[str, Any]:
         """Write what changed since the last snapshot and the manifest; return the manifest."""
+        started = time.perf_counter()
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         self.cell += 1
         values = self.candidates()
@@ -200,11 +206,16 @@ class StateKeeper:
             "kept": kept,
             "modules": modules,
             "lost": lost,
+            "seconds": round(time.perf_counter() - started, 6),  # scripts/bench_kernel_state.py
         }
         for name in set(self._cache) - set(kept):
             del self._cache[name]
-        _write_private(os.path.join(self.folder, "manifest.json"), [json.dumps(manifest).encode()])
-        self._remove_stale({entry["file"] for entry in kept.values()})
+        contents = (kept, modules, lost)
+        if contents != self._written:  # a block that changed no name's entry writes nothing
+            path = os.path.join(self.folder, "manifest.json")
+            _write_private(path, [json.dumps(manifest).encode()])
+            self._remove_stale({entry["file"] for entry in kept.values()})
+            self._written = contents
         return manifest
 
     def _keep(
