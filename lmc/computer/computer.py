@@ -231,6 +231,9 @@ class Computer:
             thread.join(max(0.0, deadline - time.monotonic()))
         _shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
         self._finalizer.detach()
+        if self.state is not None:  # a conversation whose kernels never ran: no empty folder
+            with contextlib.suppress(OSError):
+                self.state.folder.rmdir()
 
     def __enter__(self) -> Computer:
         return self
