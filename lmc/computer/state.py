@@ -82,12 +82,32 @@ def remove_state(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    """A kernel-written JSON object, or None (missing, too large, a link, not an object)."""
+def _read_json(
+    folder: Path, kernel: str, name: str, *, take: bool = False
+) -> dict[str, Any] | None:
+    """``folder/kernel/name``, a kernel-written JSON object, or None (missing, too large, not
+    an object, or a link on the way: the sandboxed code may have made ``kernel`` a link to
+    any folder of the person's). With ``take`` the file is removed once read."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        top = os.open(folder, flags | os.O_DIRECTORY)
     except OSError:
         return None
+    try:
+        inner = os.open(kernel, flags | os.O_DIRECTORY, dir_fd=top)
+    except OSError:
+        os.close(top)
+        return None
+    os.close(top)
+    try:
+        fd = os.open(name, flags, dir_fd=inner)
+    except OSError:
+        os.close(inner)
+        return None
+    if take:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=inner)
+    os.close(inner)
     with os.fdopen(fd, "rb") as file:
         data = file.read(_JSON_LIMIT + 1)
     if len(data) > _JSON_LIMIT:
@@ -153,11 +173,11 @@ def _lost_text(lost: object) -> str:
 
 
 def _python_manifest(folder: Path) -> dict[str, Any] | None:
-    return _read_json(folder / "python" / "manifest.json")
+    return _read_json(folder, "python", "manifest.json")
 
 
 def _shell_state(folder: Path) -> tuple[str, list[str]] | None:
-    state = _read_json(folder / "shell" / "state.json")
+    state = _read_json(folder, "shell", "state.json")
     if state is None or not isinstance(state.get("cwd"), str):
         return None
     exports = state.get("exports")
@@ -169,10 +189,7 @@ def restore_note(folder: Path, language: str) -> str | None:
     """What a freshly started kernel brought back, for the start of the next block's output
     (read once: the kernel's report is removed), or None when it restored nothing."""
     if language == "python":
-        path = folder / "python" / "restored.json"
-        report = _read_json(path)
-        with contextlib.suppress(OSError):
-            path.unlink()
+        report = _read_json(folder, "python", "restored.json", take=True)
         if report is None:
             return None
         back = _listed(report.get("restored"))
@@ -185,10 +202,7 @@ def restore_note(folder: Path, language: str) -> str | None:
         text = f"[lmc: python state restored: {_enumerate(sorted(back)) or 'nothing'}"
         return text + (f"; not restored: {not_back}]\n" if not_back else "]\n")
     if language == "shell":
-        path = folder / "shell" / "restored.json"
-        report = _read_json(path)
-        with contextlib.suppress(OSError):
-            path.unlink()
+        report = _read_json(folder, "shell", "restored.json", take=True)
         if report is None or not isinstance(report.get("cwd"), str):
             return None
         exports = _listed(report.get("exports"))

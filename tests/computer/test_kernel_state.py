@@ -137,3 +137,27 @@ def test_what_the_kernel_wrote_is_read_with_care(state: KernelState) -> None:
     }
     (python / "manifest.json").write_bytes(b"{" + b" " * (5 * 1024 * 1024) + b"}")
     assert listing(state.folder) is None
+
+
+def test_a_link_the_code_made_in_its_state_folder_leads_lmc_nowhere(
+    computer: Computer, state: KernelState, work: Path
+) -> None:
+    """The code may write its state folder: it replaces ``python/`` with a link to a folder
+    of the person's (here, in the working directory). lmc neither reads nor removes what
+    the link points at; following the path plainly would have done both."""
+    outside = work / "outside"
+    outside.mkdir()
+    (outside / "restored.json").write_text(json.dumps({"restored": ["planted"]}))
+    python = state.folder / "python"
+    run(
+        computer,
+        "python",
+        f"import os, shutil\nshutil.rmtree({str(python)!r}, ignore_errors=True)\n"
+        f"os.symlink({str(outside)!r}, {str(python)!r})",
+    )
+    assert python.is_symlink()  # the attempt, seen from outside
+    assert restore_note(state.folder, "python") is None
+    assert listing(state.folder) is None
+    assert (outside / "restored.json").exists()
+    # The unprotected way: the plain path goes through the link.
+    assert "planted" in (python / "restored.json").read_text()
