@@ -161,3 +161,28 @@ def test_a_link_the_code_made_in_its_state_folder_leads_lmc_nowhere(
     assert (outside / "restored.json").exists()
     # The unprotected way: the plain path goes through the link.
     assert "planted" in (python / "restored.json").read_text()
+
+
+def test_what_cannot_come_back_is_named_and_the_rest_comes_back(
+    computer: Computer, state: KernelState, work: Path
+) -> None:
+    """A module of the working directory that is gone by the restore, and a value that
+    refers to a global that was not kept: both named, everything else restored; a sandbox
+    change restores too."""
+    (work / "mymod.py").write_text("VALUE = 5\n")
+    run(
+        computer,
+        "python",
+        "import sys, threading\nsys.path.insert(0, '.')\nimport mymod\n"
+        "lock = threading.Lock()\nholder = {'lock': lock}\nplain = [1, 2]\nsame = plain",
+    )
+    (work / "mymod.py").unlink()
+    lost = computer.set_sandbox(computer.sandbox.mode, network=True)
+    assert lost == ["python"]
+    back = run(computer, "python", "print(plain is same, plain)")
+    assert "what was saved after the last block comes back" in back
+    assert "[lmc: python state restored: plain, same, sys, threading; not restored: " in back
+    assert "lock (lock: cannot be pickled (TypeError))" in back
+    assert "holder (cannot be unpickled (UnpicklingError: lock: not kept))" in back
+    assert "mymod (module mymod cannot be imported (ModuleNotFoundError))" in back
+    assert back.endswith("True [1, 2]\n")
