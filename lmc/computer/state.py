@@ -226,8 +226,8 @@ def saved_summary(folder: Path) -> dict[str, str]:
     shell = _shell_state(folder)
     if shell is not None:
         cwd, exports = shell
-        named = f" and exports {_enumerate(exports)}" if exports else ""
-        found["shell"] = f"its working directory {cwd}{named} come back"
+        named = f" and exports {_enumerate(exports)} come back" if exports else " comes back"
+        found["shell"] = f"its working directory {cwd}{named}"
     return found
 
 
