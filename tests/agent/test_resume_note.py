@@ -9,7 +9,7 @@ FINAL = "<|channel|>final<|message|>{}<|return|>"
 
 
 def test_the_resumed_prompt_says_the_kernels_are_fresh(make_interpreter: MakeInterpreter) -> None:
-    # Kernel state off: nothing comes back (tests/agent/test_kernel_state.py: on).
+    # Kernel state off: nothing comes back (tests/agent/test_kept_state.py: on).
     first, _ = make_interpreter([CODE, FINAL.format("Set.")], auto_run=True, kernel_state=False)
     first.chat("set x", display=False)
     ident = first.conversation_id
