@@ -137,6 +137,10 @@ class BashSession(PipeSession):
         self._out.read_available()  # start-up chatter (job control warnings) is not output
         self._err.read_available()
 
+    def use_environment(self, env: dict[str, str]) -> None:
+        """The environment the next :meth:`start` gives bash (a restored state's)."""
+        self._env = dict(env)
+
     def close(self) -> None:
         """Stop bash and everything it started in its process group; remove block files."""
         super().close()

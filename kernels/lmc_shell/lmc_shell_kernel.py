@@ -47,12 +47,20 @@ class ShellKernel(WrapperKernel):
         super().__init__(connection_file)
         env = dict(os.environ)
         self._state, restore = ShellState.from_environment(env)
-        if self._state is not None and restore:
+        self._start_env = dict(env)
+        if restore:
+            env = self._restored_environment()
+        self._bash = self._wrapped = BashSession(env, dump_state=self._state is not None)
+        self._bash.start()
+
+    def _restored_environment(self) -> dict[str, str]:
+        """The start environment with the saved state applied (and its directory entered)."""
+        env = dict(self._start_env)
+        if self._state is not None:
             cwd = self._state.restore(env)
             if cwd is not None:
                 os.chdir(cwd)
-        self._bash = self._wrapped = BashSession(env, dump_state=self._state is not None)
-        self._bash.start()
+        return env
 
     def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         finished = Finished(0, interrupted=False, exited=False)
@@ -60,6 +68,8 @@ class ShellKernel(WrapperKernel):
             if isinstance(event, Finished):
                 finished = event
         if finished.exited and not self.stopping:  # not when a shutdown request ended it
+            if self._state is not None:  # the new shell starts where the last block left
+                self._bash.use_environment(self._restored_environment())
             self._bash.restart()
         elif self._state is not None and self._bash.state_dump is not None:
             self._state.save(self._bash.state_dump)

@@ -186,3 +186,15 @@ def test_what_cannot_come_back_is_named_and_the_rest_comes_back(
     assert "holder (cannot be unpickled (UnpicklingError: lock: not kept))" in back
     assert "mymod (module mymod cannot be imported (ModuleNotFoundError))" in back
     assert back.endswith("True [1, 2]\n")
+
+
+def test_a_shell_that_exits_starts_again_where_it_was(
+    computer: Computer, state: KernelState, work: Path
+) -> None:
+    (work / "sub").mkdir()
+    run(computer, "shell", "cd sub && export KEPT=yes")
+    ended = output_of(collect(computer, "shell", "exit 3"))
+    assert "the next run starts a new shell" in ended
+    back = run(computer, "shell", 'pwd; echo "$KEPT"')
+    assert back.startswith("[lmc: shell state restored: working directory")
+    assert back.endswith(f"{work / 'sub'}\nyes\n")
