@@ -44,12 +44,13 @@ class ShellState:
 
     @classmethod
     def from_environment(cls, environ: dict[str, str]) -> tuple[ShellState | None, bool]:
-        """The state lmc asked for (``LMC_KERNEL_STATE``), taken out of ``environ``, and
+        """The state lmc asked for (``LMC_STATE_DIR``), taken out of ``environ``, and
         whether to restore it first."""
-        folder = environ.pop("LMC_KERNEL_STATE", "")
-        environ.pop("LMC_KERNEL_STATE_CAPS", None)
-        restore = environ.pop("LMC_KERNEL_STATE_RESTORE", "") == "1"
-        return (cls(folder, dict(environ)) if folder else None), restore
+        folder = environ.pop("LMC_STATE_DIR", "")
+        environ.pop("LMC_STATE_CAPS", None)
+        restore = environ.pop("LMC_STATE_RESTORE", "") == "1"
+        # Unset, or not lmc's (relative): never a folder of the working directory.
+        return (cls(folder, dict(environ)) if os.path.isabs(folder) else None), restore
 
     def restore(self, environ: dict[str, str]) -> str | None:
         """Apply the saved state to ``environ`` (bash's environment, changed in place);

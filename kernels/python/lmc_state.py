@@ -1,7 +1,7 @@
 """The python kernel's state, kept across kernels: snapshot after each cell, restore at start.
 
 Runs inside the kernel (loaded by ``lmc_python_kernel.py`` when lmc names a state folder in
-``LMC_KERNEL_STATE``), so a snapshot costs no message between lmc and the kernel:
+``LMC_STATE_DIR``), so a snapshot costs no message between lmc and the kernel:
 
 * After each cell (IPython's ``post_run_cell``) the user's globals are pickled with
   cloudpickle (functions, classes, their instances and lambdas defined in the session come
@@ -377,14 +377,14 @@ class _Restorer:
 
 
 def install_from_environment(shell: Any, environ: dict[str, str] | None = None) -> None:
-    """Keep ``shell``'s state when lmc asked for it (``LMC_KERNEL_STATE``: the folder;
-    ``LMC_KERNEL_STATE_CAPS``: ``MAX_VALUE,MAX_TOTAL``; ``LMC_KERNEL_STATE_RESTORE``: 1 to
+    """Keep ``shell``'s state when lmc asked for it (``LMC_STATE_DIR``: the folder;
+    ``LMC_STATE_CAPS``: ``MAX_VALUE,MAX_TOTAL``; ``LMC_STATE_RESTORE``: 1 to
     restore first). The variables are taken out of the code's environment."""
     env = os.environ if environ is None else environ
-    folder = env.pop("LMC_KERNEL_STATE", "")
-    caps = env.pop("LMC_KERNEL_STATE_CAPS", "")
-    restore = env.pop("LMC_KERNEL_STATE_RESTORE", "") == "1"
-    if not folder:
+    folder = env.pop("LMC_STATE_DIR", "")
+    caps = env.pop("LMC_STATE_CAPS", "")
+    restore = env.pop("LMC_STATE_RESTORE", "") == "1"
+    if not os.path.isabs(folder):  # unset, or not lmc's: never a folder of the working dir
         return
     try:
         max_value, max_total = (int(n) for n in caps.split(","))

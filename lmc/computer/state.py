@@ -71,9 +71,9 @@ class KernelState:
     def environment(self, *, restore: bool) -> dict[str, str]:
         """What a kernel is told: the folder, the caps, and whether to restore at start."""
         return {
-            "LMC_KERNEL_STATE": str(self.folder),
-            "LMC_KERNEL_STATE_CAPS": f"{self.max_value},{self.max_total}",
-            "LMC_KERNEL_STATE_RESTORE": "1" if restore else "0",
+            "LMC_STATE_DIR": str(self.folder),
+            "LMC_STATE_CAPS": f"{self.max_value},{self.max_total}",
+            "LMC_STATE_RESTORE": "1" if restore else "0",
         }
 
 
