@@ -269,7 +269,24 @@ class StateKeeper:
         if not isinstance(manifest, dict) or manifest.get("version") != VERSION:
             return None
         self.cell = int(manifest.get("cell", 0))
-        report = _Restorer(self, manifest).run()
+        # A value whose unpickling kills the kernel (os._exit in a __reduce__, the memory
+        # limit) would kill every kernel after it: a restore that never finished is not
+        # tried again, and the next kernel starts fresh, saying why.
+        marker = os.path.join(self.folder, "restoring")
+        if os.path.exists(marker):
+            os.unlink(marker)
+            why = "the last restore ended the kernel; this one started fresh"
+            report: dict[str, Any] = {
+                "cell": self.cell,
+                "restored": [],
+                "modules": {},
+                "failed": dict.fromkeys(manifest.get("kept") or {}, why),
+                "lost": manifest.get("lost") or {},
+            }
+        else:
+            _write_private(marker, [b""])
+            report = _Restorer(self, manifest).run()
+            os.unlink(marker)
         _write_private(os.path.join(self.folder, "restored.json"), [json.dumps(report).encode()])
         return report
 

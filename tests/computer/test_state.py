@@ -198,3 +198,20 @@ def test_a_shell_that_exits_starts_again_where_it_was(
     back = run(computer, "shell", 'pwd; echo "$KEPT"')
     assert back.startswith("[lmc: shell state restored: working directory")
     assert back.endswith(f"{work / 'sub'}\nyes\n")
+
+
+def test_a_value_whose_restore_kills_the_kernel_is_not_tried_twice(
+    computer: Computer, state: KernelState
+) -> None:
+    run(
+        computer,
+        "python",
+        "import os\nclass Boom:\n    def __reduce__(self):\n        return (os._exit, (9,))\n"
+        "boom = Boom()\nsafe = 5",
+    )
+    run(computer, "python", "import os\nos._exit(1)")
+    failed = run(computer, "python", "print('unreachable')")  # its restore ends the kernel
+    assert "failed to start" in failed and "unreachable" not in failed
+    back = run(computer, "python", "print('fresh', 'safe' in dir())")
+    assert "the last restore ended the kernel; this one started fresh" in back
+    assert back.endswith("fresh False\n")
