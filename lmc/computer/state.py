@@ -263,7 +263,11 @@ def kernel_options(state: KernelState | None, language: str, *, restore: bool) -
     state in ``state``'s folder (none for a kernel whose state is not kept)."""
     if state is None or language not in STATEFUL_LANGUAGES:
         return {}
-    return {"env": state.environment(restore=restore), "shared": (state.prepare(),)}
+    try:
+        folder = state.prepare()
+    except OSError:  # an unusable data directory: the kernel runs, keeping nothing
+        return {}
+    return {"env": state.environment(restore=restore), "shared": (folder,)}
 
 
 def lost_words(state: KernelState | None, *languages: str) -> str:
