@@ -7,6 +7,7 @@ Interpreter puts it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterator
@@ -215,3 +216,26 @@ def test_a_value_whose_restore_kills_the_kernel_is_not_tried_twice(
     back = run(computer, "python", "print('fresh', 'safe' in dir())")
     assert "the last restore ended the kernel; this one started fresh" in back
     assert back.endswith("fresh False\n")
+
+
+def test_the_rest_of_the_data_directory_stays_hidden_and_read_only(
+    state: KernelState, work: Path, tmp_path: Path
+) -> None:
+    """Binding the state folder into the hidden data directory leaves the rest of it an
+    empty read-only cover: the code cannot plant a file there (it can, unsandboxed)."""
+    data = tmp_path / "data"
+    (data / "conversations.db").parent.mkdir(parents=True, exist_ok=True)
+    (data / "conversations.db").write_text("private")
+    probe = (
+        f"import os\nprint(sorted(os.listdir({str(data)!r})))\n"
+        f"try:\n    open({str(data / 'planted')!r}, 'w').close()\n    print('planted')\n"
+        "except OSError as exc:\n    print('refused', exc.errno)"
+    )
+    said = []
+    for sandbox in ("workspace", "off"):
+        with Computer(workdir=work, state=state, sandbox=sandbox) as computer:
+            said.append(run(computer, "python", probe))
+        if sandbox == "workspace":
+            assert not (data / "planted").exists()
+    assert said[0] == f"['kernel-state']\nrefused {errno.EROFS}\n"  # the database unseen
+    assert said[1].endswith("planted\n") and (data / "planted").exists()
