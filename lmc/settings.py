@@ -470,6 +470,28 @@ class Settings:
         "patches you confirm as diffs (not with --sandbox read-only) [default: on].",
         panel=SESSION,
     )
+    #: The kernels' state kept across kernels and sessions (lmc.computer.state, issue 31).
+    kernel_state: bool = option(
+        True,
+        kind="bool",
+        flags=("--kernel-state",),
+        off_flag="--no-kernel-state",
+        help="Keep the python kernel's variables and the shell's directory and exports after "
+        "each block, and bring them back on --resume or when a kernel restarts [default: on].",
+        panel=SESSION,
+    )
+    kernel_state_max_value: int = option(
+        64 * 1024 * 1024,
+        kind="int",
+        minimum=0,
+        help="A python value larger than this (bytes, pickled) is not kept across kernels.",
+    )
+    kernel_state_max_total: int = option(
+        256 * 1024 * 1024,
+        kind="int",
+        minimum=0,
+        help="Bytes of python values kept across kernels, in all.",
+    )
     agents_md_max_bytes: int = option(
         32 * 1024,
         kind="int",

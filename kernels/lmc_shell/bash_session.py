@@ -85,10 +85,13 @@ class _Pace:
 class BashSession(PipeSession):
     """A bash process plus the pipes to drive it. Not thread-safe except :meth:`interrupt`."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, *, dump_state: bool = False) -> None:
+        """``dump_state``: after each block bash writes its directory and exports to
+        :attr:`state_dump` (see shell_state.py)."""
         super().__init__()
         self._env = dict(os.environ if env is None else env)
         self._dir = Path(tempfile.mkdtemp(prefix="lmc-shell-"))
+        self.state_dump = str(self._dir / "state") if dump_state else None
         self._count = 0
 
     # -- lifetime -------------------------------------------------------------------------
@@ -107,6 +110,7 @@ class BashSession(PipeSession):
             "LMC_CTL_FD": str(control_write),
             "LMC_ACK_FD": str(ack_read),
             "LMC_BLOCK_DIR": str(self._dir),
+            **({"LMC_STATE_DUMP": self.state_dump} if self.state_dump else {}),
         }
         self._fds = [self._command, self._control, self._ack, ack_read]
         self._spawn(
@@ -132,6 +136,10 @@ class BashSession(PipeSession):
             select.select([self._control], [], [], 0.05)
         self._out.read_available()  # start-up chatter (job control warnings) is not output
         self._err.read_available()
+
+    def use_environment(self, env: dict[str, str]) -> None:
+        """The environment the next :meth:`start` gives bash (a restored state's)."""
+        self._env = dict(env)
 
     def close(self) -> None:
         """Stop bash and everything it started in its process group; remove block files."""

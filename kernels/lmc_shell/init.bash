@@ -13,8 +13,8 @@
 
 exec 241>&1 242>&2 243>&"$LMC_CTL_FD" 244<&"$LMC_ACK_FD"
 exec {LMC_CTL_FD}>&- {LMC_ACK_FD}<&- 1>/dev/null 2>/dev/null
-__lmc_dir=$LMC_BLOCK_DIR
-unset LMC_CTL_FD LMC_ACK_FD LMC_BLOCK_DIR
+__lmc_dir=$LMC_BLOCK_DIR __lmc_state=${LMC_STATE_DUMP-}
+unset LMC_CTL_FD LMC_ACK_FD LMC_BLOCK_DIR LMC_STATE_DUMP
 # The block files' directory goes with the shell, even when the kernel was killed outright.
 trap 'rm -rf -- "$__lmc_dir"' EXIT
 
@@ -45,4 +45,20 @@ __lmc_intr=
 trap '__lmc_intr=1' INT
 trap '__lmc_last=$_; [[ -z $__lmc_intr ]] || builtin return 2; [[ $BASH_SUBSHELL == 0 && ${BASH_SOURCE[0]-} == "$__lmc_file" && $LINENO != "$__lmc_line" ]] && { __lmc_line=$LINENO; builtin echo "L$LINENO" >&243; [[ -z $__lmc_sync ]] || builtin read -r -n 1 -u 244 __lmc_sync || __lmc_sync=; }; : "$__lmc_last"' DEBUG
 
-declare -r PROMPT_COMMAND='__lmc_status=$?; [[ -z $__lmc_intr ]] || __lmc_status=130; __lmc_intr=; builtin echo "D$__lmc_status" >&243'
+# Kernel state (shell_state.py): after each block, $PWD and every exported NAME=VALUE,
+# NUL-separated, into the kernel's dump file; builtins only (compgen into a file, then
+# mapfile), so it costs no fork.
+__lmc_save_state() {
+    local IFS=$' \t\n' __lmc_n
+    local -a __lmc_names
+    builtin compgen -e >"$__lmc_state.names" 2>/dev/null || builtin return 0
+    builtin mapfile -t __lmc_names <"$__lmc_state.names"
+    {
+        builtin printf '%s\0' "$PWD"
+        for __lmc_n in "${__lmc_names[@]}"; do
+            builtin printf '%s=%s\0' "$__lmc_n" "${!__lmc_n-}"
+        done
+    } >"$__lmc_state" 2>/dev/null
+}
+
+declare -r PROMPT_COMMAND='__lmc_status=$?; [[ -z $__lmc_intr ]] || __lmc_status=130; __lmc_intr=; [[ -z $__lmc_state ]] || __lmc_save_state; builtin echo "D$__lmc_status" >&243'

@@ -16,6 +16,7 @@ Launched as ``python3 lmc_shell_kernel.py -f CONNECTION_FILE`` (see kernel.json)
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # kernels/: the sh
 from bash_session import BashSession, Finished
 from lmc_wrapper.base import main
 from lmc_wrapper.kernel import WrapperKernel, exit_description
+from shell_state import ShellState
 
 __all__ = ["ShellKernel"]
 
@@ -43,8 +45,22 @@ class ShellKernel(WrapperKernel):
 
     def __init__(self, connection_file: str) -> None:
         super().__init__(connection_file)
-        self._bash = self._wrapped = BashSession()
+        env = dict(os.environ)
+        self._state, restore = ShellState.from_environment(env)
+        self._start_env = dict(env)
+        if restore:
+            env = self._restored_environment()
+        self._bash = self._wrapped = BashSession(env, dump_state=self._state is not None)
         self._bash.start()
+
+    def _restored_environment(self) -> dict[str, str]:
+        """The start environment with the saved state applied (and its directory entered)."""
+        env = dict(self._start_env)
+        if self._state is not None:
+            cwd = self._state.restore(env)
+            if cwd is not None:
+                os.chdir(cwd)
+        return env
 
     def _execute(self, code: str, silent: bool) -> dict[str, Any]:
         finished = Finished(0, interrupted=False, exited=False)
@@ -52,7 +68,11 @@ class ShellKernel(WrapperKernel):
             if isinstance(event, Finished):
                 finished = event
         if finished.exited and not self.stopping:  # not when a shutdown request ended it
+            if self._state is not None:  # the new shell starts where the last block left
+                self._bash.use_environment(self._restored_environment())
             self._bash.restart()
+        elif self._state is not None and self._bash.state_dump is not None:
+            self._state.save(self._bash.state_dump)
         error = _error_content(finished)
         if error is None:
             return self._ok()

@@ -226,6 +226,8 @@ def main() -> None:
         ]
     )
     ActiveLineTracker(app.kernel, app.shell).install()
+    # After the tracker's hook: a snapshot's time is not the cell's last line.
+    _load_shared("python/lmc_state.py").install_from_environment(app.shell)
     _load_shared("lmc_wrapper/iopub.py").hold_output_for_slow_readers(app)
     app.start()  # type: ignore[no-untyped-call]
 

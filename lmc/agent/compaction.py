@@ -14,7 +14,7 @@ model knows earlier turns were summarised), and the messages after the fold.
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -148,8 +148,11 @@ def _split_point(transcript: Transcript, start: int, counts: list[int], keep: in
 class Compactor:
     """Summarises older messages when the prompt no longer fits (or on demand)."""
 
-    def __init__(self, loop: Any) -> None:
+    def __init__(self, loop: Any, live_names: Callable[[], str | None] | None = None) -> None:
         self._loop = loop
+        #: The kernels' live names and types (lmc.computer.state.listing), added to the
+        #: summary so that the model keeps working with what it made.
+        self._live_names = live_names
         #: Tokens the summary may take (also the summary request's own answer reserve).
         self.summary_tokens = 1024
 
@@ -185,6 +188,9 @@ class Compactor:
         if not summary:
             yield from loop.notice(f"The summary failed ({problem}).")
             return False
+        names = self._live_names() if self._live_names is not None else None
+        if names:
+            summary = f"{summary}\n\n{names}"
         note = (
             f"Summary of messages {start + 1}-{covers}, which the model now sees instead of "
             f"them (the conversation keeps them all):\n\n{summary}"

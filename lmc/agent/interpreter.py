@@ -28,6 +28,7 @@ from lmc.agent.checkpoints import Checkpointer, RewindReport
 from lmc.agent.compaction import Compactor
 from lmc.agent.display import Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call
+from lmc.agent.kept_state import attach_state, kernel_state_for
 from lmc.agent.loop import ComputerLike, Loop, LoopSettings
 from lmc.agent.pieces import (
     backend_config,
@@ -37,7 +38,7 @@ from lmc.agent.pieces import (
     sandbox_options,
     tool_set,
 )
-from lmc.agent.storage import ConversationStore, TokenUsage
+from lmc.agent.storage import ConversationStore, TokenUsage, new_conversation_id
 from lmc.agent.tools import (
     argument_schemas,
     developer_message,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from lmc.agent.escalation import OfferRerun
     from lmc.browser.tools import BrowserTools
     from lmc.computer import Computer
+    from lmc.computer.state import KernelState
     from lmc.mcp.tools import McpTools
 
 __all__ = ["PRESTART", "Confirm", "Interpreter"]
@@ -129,6 +131,9 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         self._db_path = s.db_path
         self._store: ConversationStore | None = None
         self._conversation_id: str | None = None
+        #: The id the next conversation gets: its kernels keep their state under it from
+        #: the start (they start before its first message).
+        self._next_id = new_conversation_id()
         self._cancel = threading.Event()
         #: Set when close() begins: from then on no model is opened, no kernel started, no
         #: store reopened, and a running turn ends at its next step.
@@ -165,7 +170,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             usage=self._count_usage,
         )
         if s.compaction:
-            self._loop.compactor = Compactor(self._loop)
+            self._loop.compactor = Compactor(self._loop, live_names=self._live_names)
         #: What the last :meth:`undo` did (files restored, messages removed).
         self.last_undo: RewindReport | None = None
         self._checkpoint_caps = (s.checkpoint_max_file_size, s.checkpoint_max_files)
@@ -180,6 +185,8 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             )
         if conversation_id is not None:
             self._resume(conversation_id)
+        if computer is not None:
+            attach_state(computer, self._kernel_state())
 
     def _count_tokens(self, text: str) -> int:
         """Tokens of ``text`` in this model: the browser sizes its views with it."""
@@ -242,8 +249,21 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             from lmc.computer.gateway import gateway_config
 
             # With a kernel gateway, kernels run there (its deployment contains them).
-            self._computer = Computer(**self._sandbox, gateway=gateway_config(self.settings))
+            self._computer = Computer(
+                **self._sandbox, gateway=gateway_config(self.settings), state=self._kernel_state()
+            )
         return self._computer
+
+    def _live_names(self) -> str | None:
+        """The kernels' live names with their types, for the model after a compaction."""
+        from lmc.computer.state import listing
+
+        state = self._kernel_state()
+        return listing(state.folder) if state is not None else None
+
+    def _kernel_state(self) -> KernelState | None:
+        """Where this conversation's kernels keep their state (lmc.computer.state)."""
+        return kernel_state_for(self.settings, self._conversation_id or self._next_id)
 
     def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
         """Change how code is contained; the kernels restart (returns the languages whose
@@ -315,12 +335,15 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         """Start a new conversation (the old one stays stored); kernels are restarted."""
         self._loop.forget()
         self._conversation_id = None
+        self._next_id = new_conversation_id()
         self._usage = {}
         if self._owns_computer and self._computer is not None:
             close = getattr(self._computer, "close", None)
             if close is not None:
                 close()
             self._computer = None
+        elif self._computer is not None:
+            attach_state(self._computer, self._kernel_state())
 
     def _workdir(self) -> Path:
         where = getattr(self._computer, "cwd", None) or self._sandbox.get("workdir")
@@ -359,7 +382,9 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         from lmc.agent.resume import resume_note
 
         entries = self._loop.transcript.entries
-        for note in (result_for_dangling_call(entries), resume_note(entries)):
+        state = self._kernel_state()
+        notes = (result_for_dangling_call(entries), resume_note(entries, state))
+        for note in notes:
             if note is not None:
                 entries.append(note)
                 self._record(note)
@@ -367,7 +392,9 @@ class Interpreter(ChatMixin, WorkspaceMixin):
     def _record(self, entry: Entry) -> None:
         if self._conversation_id is None:
             title = entry.message["content"] if entry.message["role"] == "user" else ""
-            self._conversation_id = self.store.create(title if isinstance(title, str) else "")
+            self._conversation_id = self.store.create(
+                title if isinstance(title, str) else "", self._next_id
+            )
         self.store.append(self._conversation_id, entry.message, entry.harmony, entry.meta)
 
     def _replace(self, index: int, entry: Entry) -> None:

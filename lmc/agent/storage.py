@@ -31,6 +31,7 @@ __all__ = [
     "StoredMessage",
     "TokenUsage",
     "default_db_path",
+    "new_conversation_id",
 ]
 
 _TITLE_LENGTH = 80
@@ -39,6 +40,11 @@ _TITLE_LENGTH = 80
 def default_db_path() -> Path:
     """``conversations.db`` in lmc's data directory (``LMC_DATA_DIR`` or the user data dir)."""
     return data_dir() / "conversations.db"
+
+
+def new_conversation_id() -> str:
+    """A fresh conversation id (12 hex digits)."""
+    return secrets.token_hex(6)
 
 
 def _now() -> str:
@@ -150,9 +156,10 @@ class ConversationStore:
 
     # -- conversations ----------------------------------------------------------------------
 
-    def create(self, title: str = "") -> str:
-        """Start a conversation; returns its id."""
-        conversation_id = secrets.token_hex(6)
+    def create(self, title: str = "", conversation_id: str | None = None) -> str:
+        """Start a conversation (with ``conversation_id`` when chosen before, see
+        :func:`new_conversation_id`); returns its id."""
+        conversation_id = conversation_id or new_conversation_id()
         now = _now()
         with self._db() as db:
             db.execute(

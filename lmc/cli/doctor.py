@@ -474,4 +474,26 @@ def workspace_lines(settings: Any) -> list[tuple[str, bool, str]]:
                 f"on: in {data_dir() / 'checkpoints'} (files over {cap:,} bytes left out)",
             )
         )
+    lines.append(kernel_state_line(settings))
     return lines
+
+
+def kernel_state_line(settings: Any) -> tuple[str, bool, str]:
+    """Whether kernel state is kept, where, and what is kept and what is not."""
+    if not settings.kernel_state:
+        return ("kernel state", True, "off (kernel_state = false): kernels start fresh")
+    if settings.kernel_gateway:
+        return ("kernel state", True, "not kept for kernels on a gateway")
+    from lmc.agent.kept_state import state_folder
+
+    folder = state_folder(settings.db_path, "ID")
+    where = "nowhere (an in-memory database)" if folder is None else str(folder)
+    return (
+        "kernel state",
+        True,
+        f"on: in {where}, 0700, deleted with the conversation. Kept: python globals that "
+        "cloudpickle can pickle (functions, classes, instances, lambdas; modules by name), "
+        f"up to {settings.kernel_state_max_value:,} bytes each and "
+        f"{settings.kernel_state_max_total:,} in all; the shell's directory and exports. "
+        "Not kept: open sockets, files, generators, larger values, JavaScript and R state",
+    )

@@ -105,6 +105,9 @@ def delete(db: str | None, conversation: str) -> int:
         with ConversationStore(_db(db)) as store:
             full_id = store.resolve(conversation)
             store.delete(full_id)
+        from lmc.agent.kept_state import delete_state
+
+        delete_state(_db(db), full_id)
     except LmcError as exc:
         return report(exc, verbose=False)
     sys.stderr.write(f"lmc: deleted conversation {full_id}\n")

@@ -49,6 +49,7 @@ from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
 from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
 from lmc.computer.sandbox import Limits, explain_block, lacked_by, resolve_policy
+from lmc.computer.state import KernelState, kernel_options, lost_words, restore_note
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
 from lmc.paths import host_which
@@ -84,7 +85,8 @@ class Computer:
 
     ``gateway`` runs the kernels on a Jupyter Kernel/Enterprise Gateway instead of here.
     ``python`` runs the python kernel with that interpreter (a venv's, with ipykernel)
-    instead of lmc's own.
+    instead of lmc's own. ``state`` keeps the python and shell kernels' state in a folder
+    and brings it back into every new kernel (:mod:`lmc.computer.state`).
     """
 
     def __init__(
@@ -101,8 +103,12 @@ class Computer:
         sandbox_limits: Limits | None = None,
         gateway: GatewayConfig | None = None,
         python: str | None = None,
+        state: KernelState | None = None,
     ) -> None:
         self.timeout = timeout
+        #: Where kernels keep their state (None: not kept); read when a kernel starts.
+        self.state = state
+        self._fresh: set[str] = set()  # restarted on request: its next kernel restores nothing
         #: The interpreter that runs the python kernel (None: lmc's own), ``--python``.
         self.python = python
         self.gateway = gateway
@@ -165,7 +171,12 @@ class Computer:
         resolved = resolve_language(language)
         if resolved is None or resolved.kernel is None:
             raise ComputerError(f"there is no kernel for {language!r} (known: {_KNOWN})")
+        self._fresh.add(resolved.name)
         self._replace(resolved)
+
+    def keep_state(self, state: KernelState | None) -> None:
+        """Where kernels started from now on keep their state (None: nowhere)."""
+        self.state = state
 
     def set_sandbox(self, mode: str | None = None, *, network: bool | None = None) -> list[str]:
         """Change the sandbox (and/or its network); running kernels are shut down so the
@@ -190,8 +201,8 @@ class Computer:
         if lost:
             self._notice = (
                 f"(The {', '.join(lost)} kernel{'s were' if len(lost) > 1 else ' was'} "
-                f"restarted for the new sandbox ({policy.describe()}): earlier variables and "
-                "imports are gone.)\n"
+                f"restarted for the new sandbox ({policy.describe()}): "
+                f"{lost_words(self.state, *lost)}.)\n"
             )
         threading.Thread(
             target=_shutdown_all, args=(sessions, None), name="lmc-shutdown", daemon=True
@@ -220,6 +231,9 @@ class Computer:
             thread.join(max(0.0, deadline - time.monotonic()))
         _shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
         self._finalizer.detach()
+        if self.state is not None:  # a conversation whose kernels never ran: no empty folder
+            with contextlib.suppress(OSError):
+                self.state.folder.rmdir()
 
     @contextlib.contextmanager
     def frozen(self) -> Iterator[set[int]]:
@@ -316,8 +330,8 @@ class Computer:
         if session.ready and not session.alive:
             yield output_chunk(
                 f"The {language.name} kernel had died since the last run "
-                f"({session.death()}); starting a fresh one, so earlier "
-                "variables and imports are gone.\n"
+                f"({session.death()}); starting a fresh one: "
+                f"{lost_words(self.state, language.name)}.\n"
             )
             try:
                 session = self._replace(language, expected=session)
@@ -335,6 +349,9 @@ class Computer:
         notice, self._notice = self._notice, None
         if notice is not None:
             yield output_chunk(notice)
+        restored = None if self.state is None else restore_note(self.state.folder, language.name)
+        if restored is not None:
+            yield output_chunk(restored)
         with self._lock:
             self._running.add(session)
         seen = _Ends()  # error messages are short: the ends of the output are enough
@@ -390,7 +407,7 @@ class Computer:
             return f"\nThe {language.name} kernel was shut down: the computer was closed.\n"
         with contextlib.suppress(ComputerError):  # closed meanwhile: nothing to replace
             self._replace(language, expected=session)
-        lost = "earlier variables and imports are gone"
+        lost = lost_words(self.state, language.name)
         if isinstance(fault, KernelDied):
             return (
                 f"\nThe {language.name} kernel died: {fault.describe()}. A fresh one is "
@@ -458,11 +475,14 @@ class Computer:
             self._finalizer = weakref.finalize(
                 self, _shutdown_all, self._sessions, self._runtime_dir
             )
+        restore = language.name not in self._fresh
+        self._fresh.discard(language.name)
         return KernelSession(
             kernel_spec(language.kernel, python=self.python),
             runtime_dir=self._runtime_dir,
             cwd=self.cwd,
             sandbox=self.sandbox,
+            **kernel_options(self.state, language.name, restore=restore),
         )
 
 

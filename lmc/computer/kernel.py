@@ -88,8 +88,12 @@ class KernelSession(BackgroundStart):
         env: Mapping[str, str] | None = None,
         start_timeout: float = START_TIMEOUT,
         sandbox: SandboxPolicy | None = None,
+        shared: tuple[Path, ...] = (),
     ) -> None:
+        """``shared``: folders bound writable into the sandbox besides the kernel's own
+        (its state folder, :mod:`lmc.computer.state`)."""
         super().__init__()
+        self._shared = shared
         self.spec = spec
         self.sandbox = sandbox if sandbox is not None and sandbox.enabled else None
         self._runtime_dir = runtime_dir
@@ -306,6 +310,7 @@ class KernelSession(BackgroundStart):
             cwd=self._cwd,
             sandbox=self.sandbox,
             private_root=self._runtime_dir.parent,
+            shared=self._shared,
         )
         if self.sandbox is not None:
             self._sandbox_launch = plan

@@ -78,6 +78,7 @@ def launch_plan(
     cwd: Path | None,
     sandbox: SandboxPolicy | None,
     private_root: Path,
+    shared: tuple[Path, ...] = (),
 ) -> tuple[SandboxLaunch, Path | None]:
     """How to start ``spec``'s kernel: its launch (argv, environment, descriptors) and folder."""
     kernel_env = {**KERNEL_ENV, **spec.env, **env}
@@ -102,7 +103,7 @@ def launch_plan(
         command,
         os.environ,
         kernel_env=kernel_env,
-        shared=[connection_file.parent],
+        shared=[connection_file.parent, *shared],
         readable=needed,
         cwd=cwd,
         private_root=private_root,

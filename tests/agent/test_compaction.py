@@ -175,3 +175,27 @@ def test_without_compaction_a_step_is_never_sent_without_the_answers_room(
     assert new[-1]["role"] == "computer"
     assert "1024 kept for the answer" in text_of(new[-1])
     interpreter.close()
+
+
+def test_after_a_compaction_the_model_sees_the_live_names_and_their_types(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernel state (issue 31): the summary the model sees lists what its kernels hold."""
+    monkeypatch.setenv("LMC_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "work").mkdir()
+    code = "import numpy as np\ngrid = np.zeros((20, 30))\nnames = ['a', 'b', 'c']"
+    call = "<|channel|>commentary to=functions.python <|constrain|>json<|message|>" + json.dumps(
+        {"code": code}
+    )
+    Server.script = [call, final("made"), final("next"), final("after")]
+    with Computer(workdir=tmp_path / "work") as own:  # its kernel keeps this conversation's state
+        interpreter = make(server, tmp_path, own)
+        interpreter.chat("make a grid", display=False)
+        interpreter.chat("and then", display=False)
+        said = interpreter.compact()
+        interpreter.chat("go on", display=False)
+        interpreter.close()
+    assert "grid: ndarray 20×30" in Server.prompts[-1]  # what the model sees from now on
+    assert "Live names in the kernels" in said
+    assert "grid: ndarray 20×30" in said and "names: list of 3" in said
+    assert "np: module numpy" in said

@@ -9,11 +9,14 @@ FINAL = "<|channel|>final<|message|>{}<|return|>"
 
 
 def test_the_resumed_prompt_says_the_kernels_are_fresh(make_interpreter: MakeInterpreter) -> None:
-    first, _ = make_interpreter([CODE, FINAL.format("Set.")], auto_run=True)
+    # Kernel state off: nothing comes back (tests/agent/test_kept_state.py: on).
+    first, _ = make_interpreter([CODE, FINAL.format("Set.")], auto_run=True, kernel_state=False)
     first.chat("set x", display=False)
     ident = first.conversation_id
     assert ident is not None
-    second, backend = make_interpreter([FINAL.format("Fine.")], conversation_id=ident)
+    second, backend = make_interpreter(
+        [FINAL.format("Fine.")], conversation_id=ident, kernel_state=False
+    )
     second.chat("print x + 1", display=False)
     prompt = backend.prompts[0]
     note = (

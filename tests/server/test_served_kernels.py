@@ -121,3 +121,28 @@ def test_stored_conversations_are_read_off_the_event_loop(
     response = httpx.get(f"{served.live.http}/conversations", headers={"X-API-KEY": TOKEN})
     assert response.json() == []
     assert readers and served.live._thread not in readers  # not uvicorn's loop thread
+
+
+def test_a_resumed_connection_gets_the_python_variables_back(
+    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernel state (issue 31): ``?conversation=ID`` on a new connection, whose kernel is new,
+    restores what the last one saved."""
+    monkeypatch.setenv("LMC_DATA_DIR", str(tmp_path / "data"))
+    served = serve(
+        code("x = 41\ndef bump(n):\n    return n + x"),
+        final("set"),
+        code("print(bump(1))"),
+        final("used"),
+        auto_run=True,
+    )
+    first = served.client()
+    first.say("set x")
+    [conversation_id] = [c["content"] for c in first.turn() if c["type"] == "conversation"]
+    first.close()
+    again = served.client(f"?conversation={conversation_id}")
+    again.recv()  # the conversation's id
+    again.say("use x")
+    text = outputs(again.turn())
+    assert "[lmc: python state restored: bump, x]" in text and "42" in text
+    again.close()

@@ -143,7 +143,7 @@ def test_all_approves_the_rest_of_this_kind_and_approvals_lists_it(
         pane.kill()
 
 
-def test_resume_shows_the_last_messages_and_says_the_kernels_are_fresh(
+def test_resume_shows_the_last_messages_and_says_what_the_kernels_bring_back(
     tiny_model: Path, tmp_path: Path
 ) -> None:
     env = lmc_env(tmp_path, NO_COLOR="1")
@@ -166,7 +166,7 @@ def test_resume_shows_the_last_messages_and_says_the_kernels_are_fresh(
         screen = pane.wait_for(r"^>\s*$")
         assert re.search(r"… \d+ earlier messages \(lmc history show \S+ shows them all\)", screen)
         assert "first question" not in screen  # not the whole transcript
-        assert "Two." in screen and "python kernel is fresh" in screen
+        assert "Two." in screen and "come back (x)" in screen  # kernel state (issue 31)
         pane.send("C-d")
         pane.wait_for("LMC-EXITED rc=0")
     finally:

@@ -267,10 +267,27 @@ def mounts(
         if m.target not in masked and not _inside(m.target, masked)
     ]
     out.sort(key=lambda mount: (mount.depth, mount.rank))
+    out, read_only_later = _open_for_shared(out, shared)
     args = [arg for mount in out for arg in mount.args]
-    for folder in plan.sealed:
+    for folder in [*plan.sealed, *read_only_later]:
         args += ["--remount-ro", str(folder)]
     return args
+
+
+def _open_for_shared(out: list[Mount], shared: Sequence[Path]) -> tuple[list[Mount], list[Path]]:
+    """A hidden folder that holds a ``shared`` one (a conversation's kernel state in lmc's
+    hidden data directory) is made read-only only at the end: bubblewrap makes the shared
+    folder's mount point in it first."""
+    inside = [Path(p).resolve() for p in shared]
+    later: list[Path] = []
+    opened: list[Mount] = []
+    for mount in out:
+        holds = any(p != mount.target and p.is_relative_to(mount.target) for p in inside)
+        if mount.rank == _MASK and holds and mount.args[-2:] == ("--remount-ro", str(mount.target)):
+            mount = Mount(mount.target, mount.rank, mount.args[:-2])
+            later.append(mount.target)
+        opened.append(mount)
+    return opened, later
 
 
 def _seal_home_and_anchors(plan: _Plan) -> None:
