@@ -132,6 +132,9 @@ class ShadowRepo:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         env.update(_IDENTITY)
         env["GIT_CONFIG_NOSYSTEM"] = "1"
+        # Nor the person's own: a .gitattributes the code planted may name a filter or diff
+        # driver that ~/.gitconfig defines (git-lfs, ...), and git would run it on the host.
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
         if not bare:
             env["GIT_DIR"] = str(self.git_dir)
             env["GIT_WORK_TREE"] = str(self.workdir)

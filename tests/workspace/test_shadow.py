@@ -142,3 +142,33 @@ def test_no_git_is_one_clear_error(
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(WorkspaceError, match="checkpoints need git"):
         ShadowRepo(project, tmp_path / "shadow").snapshot()
+
+
+@pytest.mark.parametrize("protected", [True, False])
+def test_a_planted_gitattributes_runs_no_filter_of_the_persons_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, protected: bool
+) -> None:
+    """The code writes ``.gitattributes`` naming a filter that the person's ~/.gitconfig
+    defines; the snapshot must not run it on the host (it runs with the global config)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    marker = tmp_path / "ran-on-the-host"
+    (home / ".gitconfig").write_text(f'[filter "evil"]\n\tclean = touch {marker}; cat\n')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".gitattributes").write_text("* filter=evil\n")
+    (work / "a.txt").write_text("a\n")
+    repo = ShadowRepo(work, tmp_path / "store")
+    if not protected:  # the same snapshot with the person's config read, as before
+        real_env = repo._env
+
+        def with_global(*args: object, **kwargs: object) -> dict[str, str]:
+            env = real_env(*args, **kwargs)  # type: ignore[arg-type]
+            env.pop("GIT_CONFIG_GLOBAL")
+            return env
+
+        monkeypatch.setattr(repo, "_env", with_global)
+    repo.snapshot()
+    assert marker.exists() is not protected
