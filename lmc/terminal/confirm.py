@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from lmc.agent.approvals import Answer, Approvals, Declined, kind_rule, parse_ru
 from lmc.errors import ConfigError, LmcError
 from lmc.harmony.to_lmc import APPLY_PATCH
 from lmc.messages import Block, ConfirmationChunk
+from lmc.paths import host_which
 from lmc.terminal.question import Terminal
 
 __all__ = ["Asker", "Confirmer", "NoTerminalError", "edit_in_editor"]
@@ -80,19 +80,22 @@ def _editor_command(env: dict[str, str] | os._Environ[str]) -> list[str]:
         if env.get(name):
             return shlex.split(env[name])
     for fallback in ("nano", "vi"):
-        if shutil.which(fallback):
-            return [fallback]
+        found = host_which(fallback)
+        if found:
+            return [found]
     raise ConfigError("no editor found", hint="set $EDITOR, for example EDITOR=nano")
 
 
-def _run_on_terminal(command: list[str]) -> int:
-    """Run ``command`` on the controlling terminal (standard output may be a file)."""
+def _run_on_terminal(command: list[str], cwd: str | Path | None) -> int:
+    """Run ``command`` on the controlling terminal (standard output may be a file), in
+    ``cwd``: the editor starts in its own temporary folder, never in the working directory,
+    where the code could have planted an ``.exrc``, a ``.nanorc`` or a ``./vi``."""
     try:
         fd = os.open(os.ctermid(), os.O_RDWR | os.O_NOCTTY)
     except OSError:
-        return subprocess.call(command)
+        return subprocess.call(command, cwd=cwd)
     try:
-        return subprocess.call(command, stdin=fd, stdout=fd, stderr=fd)
+        return subprocess.call(command, stdin=fd, stdout=fd, stderr=fd, cwd=cwd)
     finally:
         os.close(fd)
 
@@ -105,7 +108,7 @@ def edit_in_editor(language: str, code: str) -> str:
         path = Path(tmp) / f"code{suffix}"
         path.write_text(code, encoding="utf-8")
         try:
-            status = _run_on_terminal([*command, str(path)])
+            status = _run_on_terminal([*command, str(path)], tmp)
         except OSError as exc:
             raise ConfigError(
                 f"cannot start the editor {command[0]!r}: {exc}", hint="check $EDITOR"

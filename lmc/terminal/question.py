@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 from typing import TYPE_CHECKING, TextIO
 
 from lmc.agent.display import open_terminal
 from lmc.messages.sanitize import for_terminal
+from lmc.paths import host_which, neutral_dir
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -91,7 +91,7 @@ class Terminal:
         The text is sanitized first: ``less -R`` would pass colour escapes through."""
         text = for_terminal(text)
         command = shlex.split(os.environ.get("PAGER", "")) or (
-            ["less", "-R"] if shutil.which("less") else []
+            [less, "-R"] if (less := host_which("less")) else []
         )
         if command:
             try:
@@ -101,7 +101,13 @@ class Terminal:
             if fd >= 0:
                 try:
                     subprocess.run(
-                        command, input=text, text=True, stdout=fd, stderr=fd, check=False
+                        command,
+                        input=text,
+                        text=True,
+                        stdout=fd,
+                        stderr=fd,
+                        check=False,
+                        cwd=neutral_dir(),  # not the working directory: the code's files
                     )
                     return
                 except OSError:

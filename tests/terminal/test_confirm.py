@@ -150,3 +150,25 @@ def test_failing_editor_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert confirmer(BLOCK) == Declined("")
     assert "exited with status 1" in said[0]
     assert os.environ["VISUAL"] == "false"
+
+
+@pytest.mark.parametrize("protected", [True, False])
+def test_the_editor_never_starts_in_the_working_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, protected: bool
+) -> None:
+    """An editor started in the working directory reads what the code planted there (vim's
+    ``.exrc`` with ``exrc`` set, a ``./vi`` found through a ``.`` in PATH); lmc starts it
+    in the edited file's own temporary folder. The editor here writes down where it ran."""
+    from lmc.terminal import confirm
+
+    work = tmp_path / "work"
+    work.mkdir()
+    where = tmp_path / "where"
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("VISUAL", f"sh -c 'pwd > {where}' --")
+    if not protected:  # the editor run as before: in the current folder
+        real = confirm._run_on_terminal
+        monkeypatch.setattr(confirm, "_run_on_terminal", lambda cmd, cwd: real(cmd, None))
+    edit_in_editor("python", "print(1)\n")
+    ran_in = Path(where.read_text().strip())
+    assert (ran_in == work) is not protected
