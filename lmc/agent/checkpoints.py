@@ -99,6 +99,9 @@ class Checkpointer:
         self.disabled: str | None = None  # why checkpoints are off (said once)
         self._repo_lock = threading.Lock()
         self._told = False
+        #: The last block that changed files: its shadow repository and the snapshot commits
+        #: before and after it, for consumers that show the change itself (``lmc acp``'s diffs).
+        self.last_change: tuple[ShadowRepo, str, str] | None = None
 
     def repo(self) -> ShadowRepo:
         workdir = self._workdir().resolve()
@@ -151,6 +154,7 @@ class Checkpointer:
         if not changes:
             return None
         content = [change.as_content() for change in changes]
+        self.last_change = (repo, before.commit, after.commit)
         return {"role": "computer", "type": "files", "format": "changes", "content": content}
 
     def _save(self, repo: ShadowRepo, snap: Snapshot, *, first: bool) -> None:
