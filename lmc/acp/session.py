@@ -139,6 +139,9 @@ class Session:
     def cancel(self) -> None:
         """session/cancel: stop the turn (from the thread that reads the client)."""
         self._cancelled.set()
+        updates = self._updates
+        if updates is not None:
+            updates.cut_short()
         pending = self._pending
         if pending is not None:
             pending.settle({"outcome": {"outcome": "cancelled"}}, None)

@@ -90,6 +90,7 @@ class _Call:
     declined: bool = False
     running: bool = False
     ran: bool = False
+    cut: bool = False  # the turn was cancelled while it was in hand
     output: list[str] = field(default_factory=list)
     extra: list[dict[str, Any]] = field(default_factory=list)
     shown_at: float = 0.0
@@ -176,6 +177,12 @@ class Updates:
         if self.call is not None:
             self.call.declined = True
 
+    def cut_short(self) -> None:
+        """The turn was cancelled (from another thread): the call in hand ends failed."""
+        call = self.call
+        if call is not None:
+            call.cut = True
+
     def stop_reason(self, cancelled: bool) -> str:
         if cancelled:
             return "cancelled"
@@ -215,7 +222,8 @@ class Updates:
         if call is None:
             return []
         out = [] if call.announced else [call.start()]
-        return [*out, call.update("failed" if call.declined else "completed")]
+        failed = call.declined or call.cut
+        return [*out, call.update("failed" if failed else "completed")]
 
     def _text(self, chunk: Chunk) -> list[Update]:
         content = chunk.get("content")
