@@ -93,7 +93,7 @@ class _Call:
     cut: bool = False  # the turn was cancelled while it was in hand
     output: list[str] = field(default_factory=list)
     extra: list[dict[str, Any]] = field(default_factory=list)
-    shown_at: float = 0.0
+    shown_at: float = float("-inf")
 
     def title(self) -> str:
         if not self.code:
