@@ -37,7 +37,11 @@ def permission_options(block: Block) -> list[dict[str, str]]:
     run = "Run" if block["type"] == "code" else "Allow"
     return [
         {"optionId": "allow_once", "name": f"{run} once", "kind": "allow_once"},
-        {"optionId": "allow_always", "name": f"Always {run.lower()} {what}", "kind": "allow_always"},
+        {
+            "optionId": "allow_always",
+            "name": f"Always {run.lower()} {what}",
+            "kind": "allow_always",
+        },
         {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
         {"optionId": "reject_always", "name": f"Always reject {what}", "kind": "reject_always"},
     ]

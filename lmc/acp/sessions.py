@@ -72,8 +72,13 @@ def mcp_tables(servers: object, configured: dict[str, Any]) -> dict[str, Any]:
         kind = server.get("type")
         if kind in ("http", "sse") or "url" in server:
             if kind == "sse":
-                raise RpcError(INVALID_PARAMS, "lmc reaches MCP servers over stdio or HTTP, not SSE")
-            tables[name] = {"url": server.get("url"), "headers": _pairs(server.get("headers"), "headers")}
+                raise RpcError(
+                    INVALID_PARAMS, "lmc reaches MCP servers over stdio or HTTP, not SSE"
+                )
+            tables[name] = {
+                "url": server.get("url"),
+                "headers": _pairs(server.get("headers"), "headers"),
+            }
         else:
             args = server.get("args") or []
             if not isinstance(args, list) or not all(isinstance(a, str) for a in args):

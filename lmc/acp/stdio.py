@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import BinaryIO, Final
 
 __all__ = ["KEPT_BYTES", "ProtocolPipes", "take_stdio"]
@@ -67,7 +68,9 @@ class _Pump:
                 dropped, self._dropped = self._dropped, 0
                 self._writing = True
             if dropped:
-                data = f"lmc: [{dropped} bytes of log dropped: stderr was not read]\n".encode() + data
+                data = (
+                    f"lmc: [{dropped} bytes of log dropped: stderr was not read]\n".encode() + data
+                )
             try:
                 view = memoryview(data)
                 while view:
@@ -121,7 +124,7 @@ def take_stdio() -> ProtocolPipes:
     os.dup2(write_fd, 1)  # a stray print, or a child's, lands in the log
     os.close(write_fd)
     pump = _Pump(read_fd, real_err)
-    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as lmc
+    sys.stdin = Path(os.devnull).open(encoding="utf-8")  # noqa: SIM115 - as long as lmc
     sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
     return ProtocolPipes(os.fdopen(in_fd, "rb"), out_fd, pump)

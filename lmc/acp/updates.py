@@ -34,7 +34,11 @@ OUTPUT_SHOWN: Final = 20_000
 #: Seconds between two live updates of a running call's output.
 _OUTPUT_EVERY: Final = 0.25
 _TOKEN_LIMIT_NOTE: Final = "Stopped: the model reached the token limit"
-_IMAGE_TYPES: Final = {"base64.png": "image/png", "base64.jpeg": "image/jpeg", "base64": "image/png"}
+_IMAGE_TYPES: Final = {
+    "base64.png": "image/png",
+    "base64.jpeg": "image/jpeg",
+    "base64": "image/png",
+}
 
 
 def tool_kind(fmt: str) -> str:

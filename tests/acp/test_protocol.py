@@ -47,7 +47,7 @@ class Raw:
 
     def until(self, ident: int, answer: Callable[[dict[str, Any]], Any] | None = None) -> Any:
         """Read until the response to ``ident``; lmc's questions go to ``answer``."""
-        seen = []
+        seen: list[dict[str, Any]] = []
         while True:
             message = self.read()
             if message.get("method") == "session/request_permission":
@@ -96,7 +96,7 @@ def test_bad_lines_get_json_rpc_errors_and_valid_ones_are_still_served(
         acp.send(request(9, "session/new", {"cwd": "relative/path", "mcpServers": []}))
         acp.send(request(10, "session/prompt", {"sessionId": "nope", "prompt": []}))
         acp.send(request(11, "initialize", {"protocolVersion": 1}))
-        answers = {}
+        answers: dict[Any, dict[str, Any]] = {}
         while len(answers) < 6:
             message = acp.read()
             answers[message["id"]] = message

@@ -12,7 +12,12 @@ from lmc.mcp.config import parse_server
 def test_stdio_and_http_servers_become_tables_lmc_parses() -> None:
     tables = mcp_tables(
         [
-            {"name": "My Files", "command": "/bin/fs", "args": ["-v"], "env": [{"name": "A", "value": "1"}]},
+            {
+                "name": "My Files",
+                "command": "/bin/fs",
+                "args": ["-v"],
+                "env": [{"name": "A", "value": "1"}],
+            },
             {"type": "http", "name": "web", "url": "https://x.test/mcp", "headers": []},
             {"name": "web", "command": "/bin/other", "args": [], "env": []},
         ],

@@ -9,7 +9,7 @@ from acp.schema import SessionNotification
 from support.acp_schema import check
 
 from lmc.acp.updates import Updates, fenced, message_chunks, tool_kind
-from lmc.messages import Chunk
+from lmc.messages import Chunk, CodeFormat
 
 
 def _feed(updates: Updates, chunks: list[Chunk]) -> list[dict[str, Any]]:
@@ -19,11 +19,11 @@ def _feed(updates: Updates, chunks: list[Chunk]) -> list[dict[str, Any]]:
     return out
 
 
-def _code(fmt: str, text: str) -> list[Chunk]:
+def _code(fmt: CodeFormat, text: str) -> list[Chunk]:
     return [
-        {"role": "assistant", "type": "code", "format": fmt, "start": True},  # type: ignore[typeddict-item]
-        {"role": "assistant", "type": "code", "format": fmt, "content": text},  # type: ignore[typeddict-item]
-        {"role": "assistant", "type": "code", "format": fmt, "end": True},  # type: ignore[typeddict-item]
+        {"role": "assistant", "type": "code", "format": fmt, "start": True},
+        {"role": "assistant", "type": "code", "format": fmt, "content": text},
+        {"role": "assistant", "type": "code", "format": fmt, "end": True},
     ]
 
 
