@@ -18,6 +18,8 @@ from support.acp_schema import SchemaCheck
 from support.cli_replays import code, final
 from support.processes import descendants, wait_gone
 
+from lmc.agent.storage import ConversationStore
+
 FILES_SERVER = ROOT / "tests" / "support" / "mcp_files_server.py"
 
 
@@ -108,9 +110,15 @@ def test_bad_lines_get_json_rpc_errors_and_valid_ones_are_still_served(
         assert answers[11]["result"]["protocolVersion"] == 1  # still serving
         acp.send(request(12, "initialize", {"protocolVersion": 99}))
         assert acp.read()["result"]["protocolVersion"] == 1  # lmc's version, as the SDKs do
+        acp.send(request(13, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        unused = acp.read()["result"]["sessionId"]
+        with ConversationStore(Path(lmc_env["LMC_DATA_DIR"]) / "conversations.db") as store:
+            assert store.get(unused).message_count == 0  # stored at once, empty
         assert acp.process.stdin is not None
         acp.process.stdin.close()
         assert acp.process.wait(timeout=120) == 0
+    with ConversationStore(Path(lmc_env["LMC_DATA_DIR"]) / "conversations.db") as store:
+        assert store.list_conversations() == []  # nobody prompted it: not kept
 
 
 def test_a_session_s_mcp_servers_start_and_closing_stdin_ends_lmc_and_all_it_started(

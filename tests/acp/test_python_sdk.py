@@ -245,3 +245,44 @@ def test_the_step_limit_ends_the_prompt_with_max_turn_requests(
             return str(done.stop_reason)
 
     assert asyncio.run(main()) == "max_turn_requests"
+
+
+class CancellingClient(RecordingClient):
+    """An editor whose person cancels the prompt while lmc's question is open."""
+
+    conn: Any = None
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
+    ) -> Any:
+        self.asked.append(tool_call.model_dump(by_alias=True, exclude_none=True))
+        await self.conn.cancel(session_id=session_id)
+        from acp.schema import DeniedOutcome, RequestPermissionResponse
+
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+
+def test_cancel_while_the_question_is_open_runs_nothing_and_ends_cancelled(
+    lmc_env: dict[str, str], tiny_model: Path, tmp_path: Path, replay: Callable[..., Path]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    script = replay(code('open("never.txt", "w").write("x")'), final("unused"))
+    client = CancellingClient()
+
+    async def main() -> str:
+        async with acp_agent(client, lmc_env, tmp_path, *_args(tiny_model, script)) as (
+            conn,
+            _,
+            _checker,
+        ):
+            client.conn = conn
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(project), mcp_servers=[])
+            done = await conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
+            return str(done.stop_reason)
+
+    assert asyncio.run(main()) == "cancelled"
+    assert not (project / "never.txt").exists()
+    [call] = tool_calls(client.updates).values()
+    assert call[-1]["status"] == "failed"
