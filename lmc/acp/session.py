@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -29,6 +30,9 @@ __all__ = ["Session", "permission_options"]
 log = logging.getLogger("lmc.acp")
 
 _ALLOW: Final = {"allow_once", "allow_always"}
+#: A cancel is repeated this often, this many times at most, until the turn has ended.
+_CANCEL_EVERY: Final = 0.5
+_CANCEL_TRIES: Final = 120
 
 
 def permission_options(block: Block) -> list[dict[str, str]]:
@@ -82,6 +86,8 @@ class Session:
         self._approvals = approvals or Approvals()
         self._refusals: list[Rule] = []
         self._busy = threading.Lock()
+        self._turn_lock = threading.Lock()  # a turn's start, and each cancel of it
+        self._turn_number = 0
         self._making = threading.Lock()
         self._cancelled = threading.Event()
         self._pending: Pending | None = None
@@ -110,10 +116,12 @@ class Session:
 
     def prompt(self, text: str) -> str:
         """Run one turn; its stop reason. RpcError when it cannot run at all."""
-        if not self._busy.acquire(blocking=False):
-            raise RpcError(INVALID_REQUEST, "a prompt is already running in this session")
-        try:
+        with self._turn_lock:
+            if not self._busy.acquire(blocking=False):
+                raise RpcError(INVALID_REQUEST, "a prompt is already running in this session")
+            self._turn_number += 1
             self._cancelled.clear()
+        try:
             return self._turn(text)
         except LmcError as exc:
             hint = f" ({exc.hint})" if exc.hint else ""
@@ -149,8 +157,20 @@ class Session:
         pending = self._pending
         if pending is not None:
             pending.settle({"outcome": {"outcome": "cancelled"}}, None)
-        if self.interpreter is not None:
-            self.interpreter.cancel()
+        with self._turn_lock:
+            turn = self._turn_number
+        threading.Thread(target=self._keep_cancelling, args=(turn,), daemon=True).start()
+
+    def _keep_cancelling(self, turn: int) -> None:
+        """Cancel the turn until it ends: an interrupt that reaches a kernel just before its
+        code starts is lost, so it is sent again (never to a later turn)."""
+        for _ in range(_CANCEL_TRIES):
+            with self._turn_lock:
+                if self._turn_number != turn or not self._busy.locked():
+                    return
+                if self.interpreter is not None:
+                    self.interpreter.cancel()
+            time.sleep(_CANCEL_EVERY)
 
     @property
     def busy(self) -> bool:
@@ -165,10 +185,10 @@ class Session:
 
     def _confirm(self, block: Block) -> Answer:
         """Called in the turn's thread before each block runs: ask the client."""
-        if self._auto_run or self._approvals.allows(block) is not None:
-            return True
         if self._cancelled.is_set():
             return self._refuse()
+        if self._auto_run or self._approvals.allows(block) is not None:
+            return True
         if any(rule.matches(block) for rule in self._refusals):
             return self._refuse(f"The user rejects every {block['format']} call this session.")
         current = self._updates.current() if self._updates is not None else None

@@ -151,10 +151,10 @@ def test_cancel_interrupts_the_running_block_and_the_next_prompt_runs(
     )
     client = RecordingClient()
 
-    def sleeping() -> bool:
+    def sleeping() -> bool:  # its output (the content after the code) says so
         return any(
             u["sessionUpdate"] == "tool_call_update"
-            and any("sleeping" in str(c) for c in u.get("content", []))
+            and any("sleeping" in str(c) for c in u.get("content", [])[1:])
             for u in client.updates
         )
 
@@ -286,3 +286,34 @@ def test_cancel_while_the_question_is_open_runs_nothing_and_ends_cancelled(
     assert not (project / "never.txt").exists()
     [call] = tool_calls(client.updates).values()
     assert call[-1]["status"] == "failed"
+
+
+def test_a_cancel_as_soon_as_the_block_is_announced_still_stops_it(
+    lmc_env: dict[str, str], tiny_model: Path, tmp_path: Path, replay: Callable[..., Path]
+) -> None:
+    """Wherever the cancel lands (before the block runs, or just as its kernel starts it), the
+    prompt ends cancelled and the session goes on."""
+    project = tmp_path / "project"
+    project.mkdir()
+    script = replay(code("import time\ntime.sleep(600)"), code("print('next')"), final("Done."))
+    client = RecordingClient()
+
+    async def main() -> tuple[str, str]:
+        async with acp_agent(client, lmc_env, tmp_path, "-y", *_args(tiny_model, script)) as (
+            conn,
+            _,
+            _checker,
+        ):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(project), mcp_servers=[])
+            sid = session.session_id
+            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("go")]))
+            await wait_for(lambda: "tool_call" in client.kinds(), "the block's announcement")
+            await conn.cancel(session_id=sid)
+            first = await turn
+            again = await conn.prompt(session_id=sid, prompt=[text_block("again")])
+            return str(first.stop_reason), str(again.stop_reason)
+
+    assert asyncio.run(main()) == ("cancelled", "end_turn")
+    statuses = [call[-1]["status"] for call in tool_calls(client.updates).values()]
+    assert statuses == ["failed", "completed"]
