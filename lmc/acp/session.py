@@ -77,12 +77,14 @@ class Session:
         *,
         auto_run: bool,
         approvals: Approvals | None = None,
+        stop_waiting: Callable[[], None] = lambda: None,
     ) -> None:
         self.id = session_id
         self._wire = wire
         self._make = make_interpreter
         self.interpreter: Any = None
         self._auto_run = auto_run
+        self._stop_waiting = stop_waiting
         self._approvals = approvals or Approvals()
         self._refusals: list[Rule] = []
         self._busy = threading.Lock()
@@ -170,6 +172,7 @@ class Session:
                     return
                 if self.interpreter is not None:
                     self.interpreter.cancel()
+                    self._stop_waiting()
             time.sleep(_CANCEL_EVERY)
 
     @property

@@ -103,10 +103,19 @@ def _cwd(params: dict[str, Any]) -> str:
 class Sessions:
     """The sessions of one ``lmc acp`` process."""
 
-    def __init__(self, settings: Settings, wire: Wire, make_interpreter: MakeInterpreter) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        wire: Wire,
+        make_interpreter: MakeInterpreter,
+        stop_waiting: Callable[[str], None] = lambda conversation_id: None,
+    ) -> None:
+        """``stop_waiting(conversation_id)``: that session's turn leaves the shared model's
+        queue (a cancel must not wait for another session's generation to end)."""
         self._settings = settings
         self._wire = wire
         self._make = make_interpreter
+        self._stop_waiting = stop_waiting
         self._lock = threading.Lock()
         self._sessions: dict[str, Session] = {}
         self._created: list[str] = []  # by session/new: removed at exit if still empty
@@ -135,6 +144,7 @@ class Sessions:
             lambda: self._make(settings, conversation_id),
             auto_run=settings.auto_run,
             approvals=approvals,
+            stop_waiting=lambda: self._stop_waiting(conversation_id),
         )
         with self._lock:
             self._sessions[conversation_id] = session

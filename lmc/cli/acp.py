@@ -85,12 +85,19 @@ def run_acp(options: SharedOptions) -> int:
     )
     model = _shared_model(settings)
 
+    queued: dict[str, Any] = {}  # each session's view of the shared model
+
     def make(session_settings: Settings, conversation_id: str) -> Any:
-        backend = model.for_session() if model is not None else None
+        backend = queued[conversation_id] = model.for_session() if model is not None else None
         return make_interpreter(session_settings, conversation_id, backend=backend)
 
+    def stop_waiting(conversation_id: str) -> None:
+        backend = queued.get(conversation_id)
+        if backend is not None:
+            backend.stop_waiting()
+
     wire = Wire(pipes.out_fd)
-    agent = Agent(wire, Sessions(settings, wire, make), __version__)
+    agent = Agent(wire, Sessions(settings, wire, make, stop_waiting), __version__)
     with terminate_like_interrupt():
         try:
             agent.serve(pipes.reader)
