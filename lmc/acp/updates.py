@@ -107,21 +107,32 @@ class _Call:
         return f"{self.fmt}: {line}" if line else self.fmt
 
     def raw_input(self) -> Any:
+        """The code and its language; a tool's JSON arguments; other text (a patch) as
+        ``{"input": TEXT}``."""
         if self.code:
             return {"language": self.fmt, "code": self.text}
         try:
-            return json.loads(self.text or "{}")
+            arguments = json.loads(self.text or "{}")
         except ValueError:
-            return {"arguments": self.text}
+            arguments = None
+        return arguments if isinstance(arguments, dict) else {"input": self.text}
 
     def content(self) -> list[dict[str, Any]]:
-        shown = [_text(fenced(self.text, self.fmt if self.code else "json"))]
+        language = self.fmt if self.code else ("json" if self._json() else "")
+        shown = [_text(fenced(self.text, language))]
         out = "".join(self.output)
         if out:
             if len(out) > OUTPUT_SHOWN:
                 out = f"[… {len(out) - OUTPUT_SHOWN} characters before]\n" + out[-OUTPUT_SHOWN:]
             shown.append(_text(fenced(out)))
         return shown + self.extra
+
+    def _json(self) -> bool:
+        try:
+            json.loads(self.text or "{}")
+        except ValueError:
+            return False
+        return True
 
     def start(self) -> Update:
         self.announced = True

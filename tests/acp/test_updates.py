@@ -96,3 +96,17 @@ def test_tool_kinds_and_fences() -> None:
     assert tool_kind("apply_patch") == "edit"
     assert tool_kind("weather.today") == "other"
     assert fenced("a ``` b").startswith("````\n")
+
+
+def test_a_patch_call_is_an_edit_with_its_text_as_input() -> None:
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch"
+    updates = Updates()
+    call: Chunk = {
+        "role": "assistant",
+        "type": "tool_call",
+        "format": "apply_patch",
+        "content": patch,
+    }
+    out = _feed(updates, message_chunks(call))
+    assert out[0]["kind"] == "edit" and out[0]["rawInput"] == {"input": patch}
+    assert out[0]["content"][0]["content"]["text"].startswith("```\n*** Begin Patch")
