@@ -317,3 +317,33 @@ def test_a_cancel_as_soon_as_the_block_is_announced_still_stops_it(
     assert asyncio.run(main()) == ("cancelled", "end_turn")
     statuses = [call[-1]["status"] for call in tool_calls(client.updates).values()]
     assert statuses == ["failed", "completed"]
+
+
+def test_reject_always_declines_later_blocks_of_that_language_without_asking(
+    lmc_env: dict[str, str], tiny_model: Path, tmp_path: Path, replay: Callable[..., Path]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    script = replay(
+        code('open("one.txt", "w").write("1")'),
+        code('open("two.txt", "w").write("2")'),
+        final("Declined twice."),
+    )
+    client = RecordingClient(["reject_always"])
+
+    async def main() -> str:
+        async with acp_agent(client, lmc_env, tmp_path, *_args(tiny_model, script)) as (
+            conn,
+            _,
+            _checker,
+        ):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(project), mcp_servers=[])
+            done = await conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
+            return str(done.stop_reason)
+
+    assert asyncio.run(main()) == "end_turn"
+    assert len(client.asked) == 1
+    assert list(project.iterdir()) == []
+    statuses = [call[-1]["status"] for call in tool_calls(client.updates).values()]
+    assert statuses == ["failed", "failed"]
