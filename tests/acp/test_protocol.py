@@ -16,6 +16,7 @@ from typing import Any
 from support.acp_client import ROOT
 from support.acp_schema import SchemaCheck
 from support.cli_replays import code, final
+from support.mcp_servers import toy_http
 from support.processes import descendants, wait_gone
 
 from lmc.agent.storage import ConversationStore
@@ -169,3 +170,52 @@ def test_a_session_s_mcp_servers_start_and_closing_stdin_ends_lmc_and_all_it_sta
         acp.process.stdin.close()
         assert acp.process.wait(timeout=120) == 0
         assert not wait_gone(started, timeout=60), "lmc left processes behind"
+
+
+def test_a_model_that_cannot_be_opened_is_the_prompt_s_error_and_lmc_goes_on(
+    lmc_env: dict[str, str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-model.gguf"
+    with raw_agent(lmc_env, tmp_path, "-m", str(missing)) as acp:
+        acp.send(request(1, "initialize", {"protocolVersion": 1}))
+        acp.until(1)
+        acp.send(request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        created, _ = acp.until(2)
+        prompt = {
+            "sessionId": created["result"]["sessionId"],
+            "prompt": [{"type": "text", "text": "hi"}],
+        }
+        acp.send(request(3, "session/prompt", prompt))
+        failed, _ = acp.until(3)
+        assert failed["error"]["code"] == -32603
+        assert "no-such-model.gguf" in failed["error"]["message"]
+        acp.send(request(4, "initialize", {"protocolVersion": 1}))
+        assert acp.until(4)[0]["result"]["protocolVersion"] == 1
+
+
+def test_an_http_mcp_server_of_the_session_is_reached(
+    lmc_env: dict[str, str], tmp_path: Path, tiny_model: Path, replay: Callable[..., Path]
+) -> None:
+    script = replay(
+        "<|channel|>commentary to=functions.toy__add <|constrain|>json"
+        '<|message|>{"a": 2, "b": 3}<|call|>',
+        final("Five."),
+    )
+    args = ("-y", "-m", str(tiny_model), "--replay", str(script))
+    with toy_http() as url, raw_agent(lmc_env, tmp_path, *args) as acp:
+        acp.send(request(1, "initialize", {"protocolVersion": 1}))
+        assert acp.until(1)[0]["result"]["agentCapabilities"]["mcpCapabilities"]["http"]
+        toy = {"type": "http", "name": "toy", "url": url, "headers": []}
+        acp.send(request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": [toy]}))
+        created, _ = acp.until(2)
+        prompt = {
+            "sessionId": created["result"]["sessionId"],
+            "prompt": [{"type": "text", "text": "add"}],
+        }
+        acp.send(request(3, "session/prompt", prompt))
+        done, seen = acp.until(3)
+        assert done["result"]["stopReason"] == "end_turn"
+        updates = [m["params"]["update"] for m in seen if m.get("method") == "session/update"]
+        call = [u for u in updates if u.get("toolCallId") == "call-1"]
+        assert call[0]["title"] == "toy.add" and call[0]["rawInput"] == {"a": 2, "b": 3}
+        assert call[-1]["status"] == "completed" and "5" in json.dumps(call[-1]["content"])
