@@ -61,8 +61,8 @@ SANDBOX_MODES: Final = ("off", "workspace", "read-only")
 #: The dialects a server is spoken to in (lmc.backends.detect).
 API_STYLES: Final = ("auto", "completions", "chat", "responses", "ollama")
 
-#: The commands that talk to a model: ``lmc`` (chat), ``lmc run`` and ``lmc serve``.
-RUNS: Final = frozenset({"chat", "run", "serve"})
+#: The commands that talk to a model: ``lmc`` (chat), ``lmc run``, ``lmc serve``, ``lmc acp``.
+RUNS: Final = frozenset({"chat", "run", "serve", "acp"})
 #: Those about one conversation at the terminal.
 TURNS: Final = frozenset({"chat", "run"})
 #: ``lmc doctor`` checks the model and the sandbox too.

@@ -24,7 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"voice", "mcp", "workspace", "browser"}),
     frozenset({"agent"}),
     frozenset({"lmc", "config", "terminal"}),
-    frozenset({"server"}),
+    frozenset({"server", "acp"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),
 )

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import lmc.cli.acp
 import lmc.cli.chat
 import lmc.cli.doctor
 import lmc.cli.mcp_commands
@@ -27,7 +28,7 @@ from lmc.config import load_settings
 from lmc.errors import ConfigError
 from lmc.settings import COMMAND_OPTIONS, OPTIONS, SETTINGS, Option, Settings
 
-COMMANDS = ("chat", "run", "serve", "doctor", "mcp list", "mcp serve")
+COMMANDS = ("chat", "run", "serve", "acp", "doctor", "mcp list", "mcp serve")
 
 
 def sample(spec: Option) -> Any:
@@ -170,6 +171,7 @@ def captured(monkeypatch: pytest.MonkeyPatch, clean_env: None) -> Iterator[Captu
     monkeypatch.setattr(lmc.cli.oneshot, "run_once", record("run"))
     monkeypatch.setattr(lmc.cli.chat, "chat", record("chat"))
     monkeypatch.setattr(lmc.cli.serve, "serve", record("serve"))
+    monkeypatch.setattr(lmc.cli.acp, "run_acp", record("acp"))
     monkeypatch.setattr(lmc.cli.doctor, "doctor", record("doctor"))
     monkeypatch.setattr(lmc.cli.mcp_commands, "list_servers", record("mcp list"))
 

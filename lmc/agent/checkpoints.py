@@ -104,6 +104,9 @@ class Checkpointer:
         self._worked = False  # a snapshot succeeded in this session
         self._note: str | None = None
         self._said: set[str] = set()  # what was left out, said once
+        #: The last block that changed files: its shadow repository and the snapshot commits
+        #: before and after it, for consumers that show the change itself (``lmc acp``'s diffs).
+        self.last_change: tuple[ShadowRepo, str, str] | None = None
 
     def repo(self) -> ShadowRepo:
         workdir = self._workdir().resolve()
@@ -177,6 +180,7 @@ class Checkpointer:
         if not changes:
             return None
         content = [change.as_content() for change in changes]
+        self.last_change = (repo, before.commit, after.commit)
         return {"role": "computer", "type": "files", "format": "changes", "content": content}
 
     def _mark_unknown(self) -> None:

@@ -306,6 +306,12 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         self._loop.offer_rerun = offer
 
     @property
+    def checkpointer(self) -> Checkpointer | None:
+        """The checkpoints of the working directory around each block (None when off)."""
+        hooks = self._loop.block_hooks
+        return hooks if isinstance(hooks, Checkpointer) else None
+
+    @property
     def max_steps(self) -> int:
         return self._loop.settings.max_steps
 

@@ -164,6 +164,16 @@ def serve_command(
     raise typer.Exit(serve(_shared(ctx, given), host, port))
 
 
+@app.command("acp")
+@with_options("acp", before=[_CTX])
+def acp_command(ctx: typer.Context, **given: Any) -> None:
+    """Serve an editor (Zed, JetBrains, Neovim, Emacs, JupyterLab) over the Agent Client
+    Protocol on stdin/stdout."""
+    from lmc.cli.acp import run_acp
+
+    raise typer.Exit(run_acp(_shared(ctx, given)))
+
+
 _DB = typer.Option("--db", help="Conversation database (default: in the user data dir).")
 
 
