@@ -23,9 +23,18 @@ from lmc.cli.session import (
     settings_for,
 )
 from lmc.errors import ConfigError, LmcError, SandboxUnavailableError
+from lmc.messages.sanitize import for_terminal
 from lmc.settings import Settings
 
 __all__ = ["run_acp"]
+
+
+class SanitizedFormatter(logging.Formatter):
+    """Log lines carry a server's, an MCP server's or the model's words; an editor may show
+    its agent's stderr in a terminal, so none of their escape sequences get through."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return for_terminal(super().format(record))
 
 
 def _checked_settings(options: SharedOptions) -> Settings:
@@ -78,11 +87,9 @@ def run_acp(options: SharedOptions) -> int:
     from lmc.acp import Agent, Sessions, Wire, take_stdio
 
     pipes = take_stdio()
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO if settings.verbose else logging.WARNING,
-        format="lmc acp: %(levelname)s: %(message)s",
-    )
+    log = logging.StreamHandler(sys.stderr)
+    log.setFormatter(SanitizedFormatter("lmc acp: %(levelname)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if settings.verbose else logging.WARNING, handlers=[log])
     model = _shared_model(settings)
 
     queued: dict[str, Any] = {}  # each session's view of the shared model

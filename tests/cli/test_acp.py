@@ -45,3 +45,16 @@ def test_a_bad_setting_is_one_line_on_stderr_and_nothing_on_stdout(
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert lines and lines[0].startswith("lmc: error:") and "max_steps" in done.stderr
+
+
+def test_log_lines_are_sanitized() -> None:
+    """A log line quoting a server or the model cannot drive the terminal showing stderr."""
+    import logging
+
+    from lmc.cli.acp import SanitizedFormatter
+
+    record = logging.LogRecord(
+        "lmc", logging.WARNING, __file__, 1, "%s", ("\x1b]2;pwn\x07\x9b",), None
+    )
+    line = SanitizedFormatter("%(message)s").format(record)
+    assert line == "^[]2;pwn^G<U+009B>"
