@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from lmc.agent.storage import CheckpointRecord, ConversationStore
 from lmc.errors import WorkspaceError
 from lmc.messages import FilesChunk, Message
+from lmc.messages.sanitize import name_for_terminal
 from lmc.workspace.limits import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES
 
 if TYPE_CHECKING:
@@ -259,7 +260,8 @@ class RewindReport:
         if not self.checkpointed:
             out.append("files were not restored: no checkpoint was taken (checkpoints off)")
         elif self.restored:
-            shown = ", ".join(self.restored[:8]) + (" ..." if len(self.restored) > 8 else "")
+            names = [name_for_terminal(name) for name in self.restored[:8]]
+            shown = ", ".join(names) + (" ..." if len(self.restored) > 8 else "")
             count = len(self.restored)
             out.append(
                 f"restored {count} file{'s' if count != 1 else ''} in {self.workdir}: {shown}"
@@ -368,7 +370,7 @@ def _restore(
         return repo.restore(records[0].before, current, problems)
     last = records[-1].after
     if not force and repo.resolve(last) != current.tree:
-        changed = [c.path for c in changes_between(repo, last, current.commit)]
+        changed = [name_for_terminal(c.path) for c in changes_between(repo, last, current.commit)]
         shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
         raise WorkspaceError(
             f"{len(changed)} file{'s' if len(changed) != 1 else ''} changed by hand since the "

@@ -19,7 +19,7 @@ naming the file and the hunk that did not match. The patch is applied in lmc's p
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -100,8 +100,9 @@ class _Tool:
 class PatchTool:
     """The apply_patch tool over the working directory ``root()`` gives at each call."""
 
-    def __init__(self, root: Callable[[], Path]) -> None:
+    def __init__(self, root: Callable[[], Path], hide: Sequence[str] | None = ()) -> None:
         self.root = root
+        self.hide = hide  # what the sandbox hides too (None: the sandbox is off)
         self._tool = _Tool()
 
     def start(self) -> None:
@@ -121,7 +122,7 @@ class PatchTool:
 
     def call(self, tool: Any, arguments: dict[str, Any]) -> list[Chunk]:
         try:
-            apply_patch(self.root(), str(arguments.get("input", "")))
+            apply_patch(self.root(), str(arguments.get("input", "")), self.hide)
         except (LmcError, OSError) as exc:
             return [console_output(f"{FAILED}: {exc}")]
         return [console_output(DONE)]

@@ -100,7 +100,8 @@ def patch_tool(s: Settings, root: Callable[[], Path]) -> PatchTool | None:
         return None
     from lmc.agent.patch_tool import PatchTool
 
-    return PatchTool(root)
+    # Applied outside the sandbox: refused wherever the sandbox keeps the code out.
+    return PatchTool(root, None if s.sandbox == "off" else s.sandbox_hide)
 
 
 def tool_set(*found: ExternalTools | None) -> ExternalTools | None:

@@ -4,19 +4,27 @@ Text, Markdown, reStructuredText and HTML files under the folder are ranked by h
 query's words occur in them (case-insensitive; every word must occur). Results are
 ``file://`` URLs; ``open`` reads only files inside the folder, whatever URL the model
 writes, so the browser cannot be used to read the rest of the disk.
+
+The folder may be the model's to write (documents in the working directory): a
+``leak.md -> ~/.ssh/id_rsa`` its code planted would be followed by lmc's own process, so every
+read goes through :mod:`lmc.workspace.untrusted` (a regular file, reached without following a
+link anywhere on its way, at most the page cap); a link or a FIFO is no document.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
+import stat
+from pathlib import Path, PurePosixPath
 from typing import Final
 from urllib.parse import unquote, urlparse
 
 from lmc.browser.backends import results_page
 from lmc.browser.fetch import MAX_PAGE_BYTES, VIEW_SOURCE
 from lmc.browser.page import Page, page_from_html, page_from_text
-from lmc.errors import BrowserError, ConfigError
+from lmc.errors import BrowserError, ConfigError, WorkspaceError
+from lmc.workspace.untrusted import read_regular
 
 __all__ = ["LocalFilesBackend"]
 
@@ -39,16 +47,20 @@ class LocalFilesBackend:
     def _documents(self) -> list[Path]:
         found: list[Path] = []
         for path in sorted(self.root.rglob("*")):
-            if path.suffix.lower() in _SUFFIXES and path.is_file():
+            if path.suffix.lower() in _SUFFIXES and _is_regular(path):
                 found.append(path)
                 if len(found) == _MAX_FILES:
                     break
         return found
 
-    @staticmethod
-    def _read(path: Path) -> str:
-        with path.open("rb") as file:
-            return file.read(MAX_PAGE_BYTES).decode("utf-8", errors="replace")
+    def _read(self, path: Path) -> str | None:
+        """The document's text (at most the page cap); None for a link or a non-file."""
+        relative = PurePosixPath(path.relative_to(self.root).as_posix())
+        try:
+            data = read_regular(self.root, relative, MAX_PAGE_BYTES)
+        except (WorkspaceError, OSError):
+            return None
+        return None if data is None else data[:MAX_PAGE_BYTES].decode("utf-8", errors="replace")
 
     def search(self, query: str, count: int) -> Page:
         words = [w.lower() for w in _WORD.findall(query)]
@@ -57,6 +69,8 @@ class LocalFilesBackend:
         scored: list[tuple[int, str, Path, str]] = []
         for path in self._documents():
             text = self._read(path)
+            if text is None:
+                continue
             lower = text.lower()
             counts = [lower.count(word) for word in words]
             if not all(counts):
@@ -77,20 +91,27 @@ class LocalFilesBackend:
         parsed = urlparse(url)
         if parsed.scheme not in ("file", ""):
             raise BrowserError(f"the local browser opens only files under {self.root}, not `{url}`")
-        path = Path(unquote(parsed.path))
-        if not path.is_absolute():
-            path = self.root / path
-        path = path.resolve()
-        if not path.is_relative_to(self.root) or not path.is_file():
+        path = Path(os.path.normpath(self.root / unquote(parsed.path)))  # no link followed
+        if not path.is_relative_to(self.root) or path == self.root:
             raise BrowserError(f"no document `{url}` under {self.root}")
         return path
 
     def open(self, url: str) -> Page:
         path = self._path(url.removeprefix(VIEW_SOURCE))
         text = self._read(path)
+        if text is None:
+            raise BrowserError(f"no document `{url}` under {self.root}")
         if url.startswith(VIEW_SOURCE) or path.suffix.lower() not in (".html", ".htm"):
             return page_from_text(text, path.as_uri(), path.name)
         return page_from_html(text, path.as_uri())
 
     def close(self) -> None:
         """Nothing to close: files are read as they are opened."""
+
+
+def _is_regular(path: Path) -> bool:
+    """A regular file itself, not a link to one (``Path.is_file`` follows links)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -22,6 +22,7 @@ __all__ = [
     "for_json",
     "for_terminal",
     "invisible_in",
+    "name_for_terminal",
 ]
 
 #: Characters that draw nothing themselves but change how the text around them reads:
@@ -41,6 +42,7 @@ _UNSAFE: Final = re.compile(f"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f{_INVISIBLE_CLASS}
 _UNSAFE_KEEP_CR: Final = re.compile(
     f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f{_INVISIBLE_CLASS}\ud800-\udfff]"
 )
+_UNSAFE_IN_NAME: Final = re.compile(f"[\x00-\x1f\x7f\x80-\x9f{_INVISIBLE_CLASS}\ud800-\udfff]")
 # What JSON leaves raw that a terminal showing it would act on: C1 and the invisible ones.
 _CONTROLS: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but \t \n, DEL, C1
 _JSON_RAW: Final = re.compile(f"[\x80-\x9f{_INVISIBLE_CLASS}]")
@@ -69,6 +71,16 @@ def for_terminal(text: str, *, keep_cr: bool = False) -> str:
     if pattern.search(text) is None:
         return text
     return pattern.sub(_visible, text)
+
+
+def name_for_terminal(name: str) -> str:
+    """A name the code chose (a file's, a folder's) drawn on one line: line feeds and tabs
+    are drawn visibly too (``^J``, ``^I``), besides everything :func:`for_terminal` draws.
+
+    A file called ``"x\\n  deleted   app.py  -120"`` would otherwise paint a line of its
+    own in "files changed" or in undo's report, one the person reads as lmc's.
+    """
+    return _UNSAFE_IN_NAME.sub(_visible, name)
 
 
 def invisible_in(text: str) -> list[str]:

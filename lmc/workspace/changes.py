@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from lmc.messages import ChangedFile, ChangeKind
+from lmc.messages.sanitize import name_for_terminal
 from lmc.messages.types import CHANGE_KINDS
 from lmc.workspace.shadow import ShadowRepo
 
@@ -95,5 +96,8 @@ def changes_from_content(content: object) -> list[FileChange]:
 
 
 def describe_changes(changes: list[FileChange]) -> list[str]:
-    """One line per file, as the terminal shows them: ``modified  src/a.py  +3 -1``."""
-    return [f"{c.change:<8}  {c.path}  {c.stat()}" for c in changes]
+    """One line per file, as the terminal shows them: ``modified  src/a.py  +3 -1``.
+
+    The code chose the names: each is drawn on its one line (a line feed in a name would
+    paint a line of its own), control and bidi characters visibly."""
+    return [f"{c.change:<8}  {name_for_terminal(c.path)}  {c.stat()}" for c in changes]

@@ -31,11 +31,13 @@ import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Final, Literal
 
 from lmc.computer.sandbox.masks import PROTECTED_NAMES
 from lmc.errors import WorkspaceError
+from lmc.workspace.patch_guard import hidden_reason
 from lmc.workspace.untrusted import (
     checked_parts,
     open_folder,
@@ -335,6 +337,8 @@ def updated_text(text: str, path: str, chunks: Sequence[Chunk]) -> str:
 # -- planning and applying ---------------------------------------------------------------------
 
 Reader = Callable[[str], bytes | None]
+#: Why a path may not be patched (None: it may): what the sandbox hides or keeps read-only.
+Guard = Callable[[str], str | None]
 
 
 @dataclass(slots=True)
@@ -359,8 +363,8 @@ class _Tree:
             raise PatchError(f"{path}: cannot {why}: not UTF-8 text") from None
 
 
-def _checked(path: str) -> str:
-    """The path as the tree keys it; PatchError for one outside or read-only."""
+def _checked(path: str, guard: Guard | None = None) -> str:
+    """The path as the tree keys it; PatchError for one outside, read-only or hidden."""
     try:
         parts = checked_parts(path)
     except WorkspaceError:
@@ -368,6 +372,9 @@ def _checked(path: str) -> str:
     shown = "/".join(parts)
     if any(part in PROTECTED_NAMES for part in parts):
         raise PatchError(f"{shown}: the sandbox keeps this folder read-only")
+    why = guard(shown) if guard is not None else None
+    if why is not None:
+        raise PatchError(f"{shown}: {why}")
     return shown
 
 
@@ -378,14 +385,14 @@ def _encoded(text: str, path: str) -> bytes:
         raise PatchError(f"{path}: the new text is not valid Unicode") from None
 
 
-def plan_patch(text: str, read: Reader) -> list[FileChange]:
+def plan_patch(text: str, read: Reader, guard: Guard | None = None) -> list[FileChange]:
     """Every change the patch makes, in order, each hunk checked; :class:`PatchError` for the
     first that cannot be made. ``read(path)`` gives a file's bytes (None: no such file; it may
     raise PatchError). Nothing is written."""
     tree = _Tree(read)
     changes: list[FileChange] = []
     for op in parse_patch(text):
-        path = _checked(op.path)
+        path = _checked(op.path, guard)
         old = tree.get(path)
         if op.kind == "add":
             new = _encoded(op.contents, path)
@@ -398,7 +405,7 @@ def plan_patch(text: str, read: Reader) -> list[FileChange]:
         else:
             source = tree.text(path, "update it")
             new = _encoded(updated_text(source, path, op.chunks), path)
-            target = _checked(op.move_to) if op.move_to else None
+            target = _checked(op.move_to, guard) if op.move_to else None
             changes.append(FileChange("update", path, old, new, target))
             if target is not None and target != path:
                 tree.get(target)
@@ -494,8 +501,13 @@ def apply_changes(root: str | Path, changes: Sequence[FileChange]) -> None:
         raise PatchError(f"{done[-1]}: {error}") from None
 
 
-def apply_patch(root: str | Path, text: str) -> list[FileChange]:
-    """Check every hunk against the files inside ``root``, then apply them all (or none)."""
-    changes = plan_patch(text, workspace_reader(root))
+def apply_patch(root: str | Path, text: str, hide: Sequence[str] | None = ()) -> list[FileChange]:
+    """Check every hunk against the files inside ``root``, then apply them all (or none).
+
+    Paths the sandbox hides or keeps read-only (its defaults, lmc's own folders, ``hide``;
+    see :mod:`lmc.workspace.patch_guard`) are refused; ``hide=None`` refuses none of them
+    (the sandbox is off: the code itself may write anything)."""
+    guard = None if hide is None else partial(hidden_reason, root, hide=hide)
+    changes = plan_patch(text, workspace_reader(root), guard)
     apply_changes(root, changes)
     return changes

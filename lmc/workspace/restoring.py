@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
+from lmc.messages.sanitize import name_for_terminal
 from lmc.workspace.untrusted import (
     UnsafePathError,
     chmod_regular,
@@ -37,7 +38,7 @@ Git = Callable[..., bytes]
 
 def _why(path: str, error: OSError | UnsafePathError, verb: str) -> str:
     reason = str(error) if isinstance(error, UnsafePathError) else error.strerror or str(error)
-    return f"{path}: not {verb}: {reason}"
+    return f"{name_for_terminal(path)}: not {verb}: {reason}"
 
 
 def default_perm(exec_bit: bool) -> int:

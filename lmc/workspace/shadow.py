@@ -121,6 +121,11 @@ class ShadowRepo:
         self._own = sorted({p.relative_to(self.workdir).as_posix() for p in own
                             if p != self.workdir and self.workdir in p.parents})  # fmt: skip
         self._left_out: list[str] = []  # folders with too many files, once found
+        # The project's .git/info/exclude as it was at this repository's first snapshot
+        # (before the session's code ran): the code may write that file when the folder had
+        # no .git the sandbox keeps read-only, and a "*" there would hide its new files from
+        # "files changed" and from undo.
+        self._project_exclude: str | None = None
         self._ready = False
         self._init_lock = threading.Lock()
         self._last: tuple[str, str, Snapshot] | None = None  # (tree, modes json, snapshot)
@@ -346,13 +351,20 @@ class ShadowRepo:
             process.wait()
         return [p for p in bytes(data).split(b"\0") if p], complete
 
+    def _project_excludes(self) -> str:
+        """The project's own .git/info/exclude, read once (see ``_project_exclude``)."""
+        if self._project_exclude is None:
+            text = ""
+            with contextlib.suppress(OSError, UnicodeDecodeError, UnsafePathError):
+                # the model's to write: never through a link, never more than 1 MiB
+                data = read_regular(self.workdir, ".git/info/exclude", _MAX_EXCLUDE_BYTES)
+                text = (data or b"")[:_MAX_EXCLUDE_BYTES].decode("utf-8")
+            self._project_exclude = text
+        return self._project_exclude
+
     def _write_excludes(self) -> None:
         """The shadow's info/exclude: the project's own, and lmc's own files."""
-        text = ""
-        with contextlib.suppress(OSError, UnicodeDecodeError, UnsafePathError):
-            # the model's to write: never through a link, never more than 1 MiB
-            data = read_regular(self.workdir, ".git/info/exclude", _MAX_EXCLUDE_BYTES) or b""
-            text = data[:_MAX_EXCLUDE_BYTES].decode("utf-8")
+        text = self._project_excludes()
         left_out = (_exclude_line(p) for p in [*self._own, *self._left_out])
         text = "\n".join([text.rstrip("\n"), *left_out]) + "\n"
         info = self.git_dir / "info"

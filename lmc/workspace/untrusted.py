@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from lmc.errors import WorkspaceError
+from lmc.messages.sanitize import name_for_terminal
 
 __all__ = [
     "UnsafePathError",
@@ -64,7 +65,8 @@ def _open_child_folder(parent: int, name: str, *, create: bool, shown: str) -> i
     except (NotADirectoryError, OSError) as error:
         if isinstance(error, FileNotFoundError | PermissionError):
             raise
-        raise UnsafePathError(f"{shown}: {name} is a link or not a folder") from None
+        where = f"{name_for_terminal(shown)}: {name_for_terminal(name)}"
+        raise UnsafePathError(f"{where} is a link or not a folder") from None
 
 
 @contextlib.contextmanager
@@ -100,10 +102,12 @@ def read_regular(root: str | Path, relative: str | PurePosixPath, max_bytes: int
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise UnsafePathError(f"{relative}: {error.strerror or error}") from None
+        raise UnsafePathError(
+            f"{name_for_terminal(str(relative))}: {error.strerror or error}"
+        ) from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafePathError(f"{relative}: not a regular file")
+            raise UnsafePathError(f"{name_for_terminal(str(relative))}: not a regular file")
         chunks: list[bytes] = []
         left = max_bytes + 1
         while left > 0:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
-from lmc.messages.sanitize import controls_in, for_json, for_terminal, invisible_in
+from lmc.messages.sanitize import (
+    controls_in,
+    for_json,
+    for_terminal,
+    invisible_in,
+    name_for_terminal,
+)
 
 
 def test_escape_sequences_are_drawn_not_sent() -> None:
@@ -57,3 +63,9 @@ def test_json_escapes_bidi_and_zero_width_too() -> None:
 def test_controls_are_counted_but_not_tabs_or_newlines() -> None:
     assert controls_in("a\tb\nc") == 0
     assert controls_in("\x1b[2J\r\x7f\x9b") == 4
+
+
+def test_a_name_is_drawn_on_one_line() -> None:
+    name = "a\n  deleted   b.py\tc\x1b]2;t\x07\u202e.txt"
+    assert name_for_terminal(name) == "a^J  deleted   b.py^Ic^[]2;t^G<U+202E>.txt"
+    assert name_for_terminal("src/plain name.py") == "src/plain name.py"

@@ -76,3 +76,43 @@ def test_the_page_draws_the_changed_files(
         assert drawn.text == "files changed\n  added  made.txt  +1 -0"
     finally:
         driver.quit()
+
+
+#: A name that, drawn as it is, paints an entry lmc did not write (and reads backwards).
+FORGED = "notes\n  deleted  app.py  +0 -120\nz\u202etxt.exe"
+#: The page's line for a file before names were drawn on one line.
+OLD_LINE = """
+const c = arguments[0];
+const el = document.createElement("div");
+el.className = "msg note files";
+const line = `  ${c.change}  ${c.path}  +${c.added} -${c.removed}`;
+el.textContent = ["files changed", line].join("\\n");
+document.getElementById("log").appendChild(el);
+return el.innerText;
+"""
+
+
+def test_a_file_name_cannot_paint_a_line_of_its_own_in_the_page(
+    serve: Serve, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The code, in the sandbox lmc serve runs it in, makes a file with a line feed and a
+    bidi override in its name; the page draws it on its one line, both visibly. The page's
+    line as it was built before draws the forged entry."""
+    served = serve(code(f"open({FORGED!r}, 'w').write('x\\n')"), final("Made."), auto_run=True)
+    profile = tmp_path_factory.mktemp("browser")
+    driver = chromium(profile)
+    try:
+        wait = WebDriverWait(driver, WAIT)
+        driver.get(f"{served.live.http}/?token={TOKEN}")
+        wait.until(ec.element_to_be_clickable((By.ID, "send")))
+        driver.find_element(By.ID, "input").send_keys("make a file")
+        driver.find_element(By.ID, "send").click()
+        drawn = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ".msg.files")))
+        assert drawn.text == (
+            "files changed\n  added  notes^J  deleted  app.py  +0 -120^Jz<U+202E>txt.exe  +1 -0"
+        )
+        change = {"change": "added", "path": FORGED, "added": 1, "removed": 0}
+        old = driver.execute_script(OLD_LINE, change)
+        assert "\n  deleted  app.py  +0 -120\n" in old  # the forged entry, on a line of its own
+    finally:
+        driver.quit()

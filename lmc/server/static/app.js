@@ -174,9 +174,22 @@
     scroll();
   }
 
+  // A name the code chose, drawn on its one line: controls as ^J, bidi and zero-width
+  // characters as <U+202E> (as lmc.messages.sanitize.name_for_terminal draws it), so that a
+  // line feed in a file name cannot paint an entry of its own.
+  const UNSAFE_IN_NAME = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+  function visibleName(name) {
+    return String(name).replace(UNSAFE_IN_NAME, (ch) => {
+      const code = ch.charCodeAt(0);
+      if (code < 0x20) return "^" + String.fromCharCode(code + 0x40);
+      if (code === 0x7f) return "^?";
+      return "<U+" + code.toString(16).toUpperCase().padStart(4, "0") + ">";
+    });
+  }
+
   function files(changes) {
     // the files a block changed: one line each, "modified  a.py  +3 -1"
-    const line = (c) => `  ${c.change}  ${c.path}  ${c.added === null ? "binary" : `+${c.added} -${c.removed}`}`;
+    const line = (c) => `  ${c.change}  ${visibleName(c.path)}  ${c.added === null ? "binary" : `+${c.added} -${c.removed}`}`;
     add("note files").textContent = ["files changed", ...changes.map(line)].join("\n");
     scroll();
   }
