@@ -139,6 +139,12 @@ class Checkpointer:
         )
         self._prepared.start()
 
+    def close(self) -> None:
+        """Wait for a background snapshot (its git processes and their pipes) to end."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None:
+            prepared.join()
+
     def _snapshot_quietly(self) -> None:
         with contextlib.suppress(WorkspaceError):
             self.repo().snapshot()  # a failure is said by before_block's own snapshot

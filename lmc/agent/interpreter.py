@@ -474,6 +474,9 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             self.tools.close()
         if self.browser_tools is not None:
             self.browser_tools.close()
+        hooks = self._loop.block_hooks
+        if isinstance(hooks, Checkpointer):
+            hooks.close()  # a background snapshot still running: its git is waited for
 
     def _stop_turn(self) -> None:
         """End the running turn: a stream suspended in this thread (or one whose thread is
