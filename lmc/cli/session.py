@@ -115,12 +115,16 @@ def open_in_browser(path: Any) -> bool:
         return False
 
 
-def html_opener(stream: TextIO) -> Callable[[Any], bool] | None:
+def html_opener(stream: TextIO, settings: Settings) -> Callable[[Any], bool] | None:
     """How to show the html tool's documents: in the browser with a person at the terminal
     (standard input and output are terminals and a browser can open), else not at all (the
-    renderer only says where the file is)."""
+    renderer only says where the file is). Not at all either while the sandbox keeps the
+    code off the network: the person's browser has the network, and a document the code
+    wrote would carry data out (an ``<img>`` or a refresh to any address)."""
     from lmc.agent.display import is_terminal
 
+    if settings.sandbox != "off" and not settings.network:
+        return None
     if not (is_terminal(sys.stdin) and is_terminal(stream) and browser_available()):
         return None
     return open_in_browser
@@ -147,7 +151,7 @@ def make_output(options: SharedOptions, settings: Settings, stream: TextIO | Non
             stream,
             show_reasoning=settings.show_reasoning,
             artifacts=artifacts,
-            open_html=html_opener(stream),
+            open_html=html_opener(stream, settings),
         )
 
         def say_plain(text: str) -> None:
@@ -168,7 +172,7 @@ def make_output(options: SharedOptions, settings: Settings, stream: TextIO | Non
         show_reasoning=settings.show_reasoning,
         artifacts=artifacts,
         image_protocol=detect_protocol(),
-        open_html=html_opener(stream),
+        open_html=html_opener(stream, settings),
     )
 
     def say_rich(text: str) -> None:

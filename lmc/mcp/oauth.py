@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 import anyio
 
 from lmc.mcp.config import McpServerConfig
+from lmc.messages.sanitize import for_terminal
 
 if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider
@@ -114,7 +115,8 @@ class _Redirect:
         self._listener = await anyio.create_tcp_listener(
             local_host="127.0.0.1", local_port=REDIRECT_PORT
         )
-        sys.stderr.write(f"lmc: sign in to the MCP server in a browser: {url}\n")
+        # The URL is the server's: no escape sequence of its reaches the terminal.
+        sys.stderr.write(f"lmc: sign in to the MCP server in a browser: {for_terminal(url)}\n")
         sys.stderr.flush()
         # $BROWSER as it is now (webbrowser reads it once per process); some browsers block
         # until closed: never wait for it here.

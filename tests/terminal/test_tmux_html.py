@@ -82,26 +82,40 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
 def test_run_in_a_terminal_opens_the_html_in_the_browser(
     terminal: Terminal, tiny_model: Path
 ) -> None:
-    pane = terminal.start(tiny_model, "run", "-y", "show me")
+    pane = terminal.start(tiny_model, "run", "-y", "--network", "show me")
     screen = pane.wait_for(r"LMC-EXITED rc=\d+", timeout=90)
     assert "LMC-EXITED rc=0" in screen
     assert "There it is." in screen and "opened in your browser" in screen
     document = terminal.opened_document()
     assert document.parent == terminal.data / "outputs"
+    assert document.read_text().endswith("<h1>report</h1>")
+
+
+def test_with_the_network_off_the_html_is_saved_not_opened(
+    terminal: Terminal, tiny_model: Path
+) -> None:
+    """The person's browser has the network the code has not: a document the code wrote
+    would carry data out (an image or a refresh to any address), so it is only saved."""
+    pane = terminal.start(tiny_model, "run", "-y", "show me")
+    screen = pane.wait_for(r"LMC-EXITED rc=\d+", timeout=90)
+    assert "LMC-EXITED rc=0" in screen and "There it is." in screen
+    assert "HTML saved to" in screen and "opened in your browser" not in screen
+    assert not terminal.opened.exists()
+    [document] = (terminal.data / "outputs").glob("*.html")
     saved = document.read_text()  # the page starts with the sandbox's CSP, then the document
     assert saved.startswith('<meta http-equiv="Content-Security-Policy"')
     assert saved.endswith("><h1>report</h1>")
 
 
 def test_plain_chat_greets_once_and_opens_the_html(terminal: Terminal, tiny_model: Path) -> None:
-    pane = terminal.start(tiny_model, "-y", NO_COLOR="1")
+    pane = terminal.start(tiny_model, "-y", "--network", NO_COLOR="1")
     screen = pane.wait_for(r"^>\s*$", timeout=90)
     assert "lmc: type a message" in screen and "lmc: lmc:" not in screen
     pane.type_line("show me")
     pane.wait_for("There it is.", timeout=60)
     pane.wait_for(r"^>\s*$", after=pane.screen().index("There it is."))
     assert "and opened in your browser]" in pane.screen()
-    assert terminal.opened_document().read_text().endswith("><h1>report</h1>")
+    assert terminal.opened_document().read_text().endswith("<h1>report</h1>")
     pane.send("C-d")
     pane.wait_for("LMC-EXITED rc=0", timeout=60)
     # What the person typed is theirs alone.
