@@ -39,6 +39,7 @@ from lmc.computer.chunks import (
     output_chunk,
 )
 from lmc.computer.html import run_html
+from lmc.computer.jobs import JobTable, hand_back_note
 from lmc.computer.kernel import (
     InterruptIgnored,
     Kernel,
@@ -48,7 +49,8 @@ from lmc.computer.kernel import (
 )
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
-from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
+from lmc.computer.output import OutputEnds
+from lmc.computer.runtime import default_runtime_dir, shutdown_all
 from lmc.computer.sandbox import Limits, explain_block, lacked_by, resolve_policy
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
@@ -57,6 +59,10 @@ if TYPE_CHECKING:
     from lmc.computer.gateway import GatewayConfig
 
 __all__ = ["Computer"]
+
+#: Yielded by :meth:`Computer._execute` where the run's time limit handed it back: the rest of
+#: that stream belongs to a job from then on.
+_HAND_BACK: Final[Chunk] = output_chunk("")
 
 _KNOWN: Final = ", ".join(language.name for language in LANGUAGES)
 #: What a block can lack and :meth:`Computer.run_relaxed` can give it once.
@@ -85,6 +91,10 @@ class Computer:
     ``gateway`` runs the kernels on a Jupyter Kernel/Enterprise Gateway instead of here.
     ``python`` runs the python kernel with that interpreter (a venv's, with ipykernel)
     instead of lmc's own.
+
+    ``block_timeout`` (seconds; None or 0: never) hands a block that runs longer back to the
+    model: the code goes on as a job in :attr:`jobs` (:mod:`lmc.computer.jobs`), the run ends
+    with its output so far and a note saying so. A ``timeout`` interrupts the code instead.
     """
 
     def __init__(
@@ -101,8 +111,12 @@ class Computer:
         sandbox_limits: Limits | None = None,
         gateway: GatewayConfig | None = None,
         python: str | None = None,
+        block_timeout: float | None = None,
     ) -> None:
         self.timeout = timeout
+        self.block_timeout = block_timeout or None
+        #: Blocks handed back after ``block_timeout``, still running or not.
+        self.jobs = JobTable()
         #: The interpreter that runs the python kernel (None: lmc's own), ``--python``.
         self.python = python
         self.gateway = gateway
@@ -135,7 +149,7 @@ class Computer:
         self._relaxed: set[Computer] = set()  # throwaway computers of run_relaxed, running
         #: Shutdowns of replaced kernels, in the background; close() waits for them.
         self._retiring: list[threading.Thread] = []
-        self._finalizer = weakref.finalize(self, _shutdown_all, self._sessions, None)
+        self._finalizer = weakref.finalize(self, shutdown_all, self._sessions, None)
 
     @property
     def languages(self) -> tuple[str, ...]:
@@ -194,7 +208,7 @@ class Computer:
                 "imports are gone.)\n"
             )
         threading.Thread(
-            target=_shutdown_all, args=(sessions, None), name="lmc-shutdown", daemon=True
+            target=shutdown_all, args=(sessions, None), name="lmc-shutdown", daemon=True
         ).start()
         return lost
 
@@ -215,10 +229,11 @@ class Computer:
             self._closed = True
             sessions = list(self._sessions.values())
             self._sessions.clear()
+        self.jobs.kill_all()  # a job's shell was handed its own kernel: it goes too
         deadline = time.monotonic() + RETIRE_WAIT
         for thread in self._retiring:  # a replaced kernel is gone too when close() returns
             thread.join(max(0.0, deadline - time.monotonic()))
-        _shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
+        shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
         self._finalizer.detach()
 
     def __enter__(self) -> Computer:
@@ -319,15 +334,30 @@ class Computer:
             hint = f"\n{language.install_hint}." if language.install_hint else ""
             yield output_chunk(f"{exc}{hint}\n")
             return
+        busy = self.jobs.holding(lambda job: job.holds is session)
+        if busy is not None:
+            yield output_chunk(
+                f"The {language.name} kernel is still running job {busy.id} "
+                f"({busy.command[:60]}); poll it with the jobs tool, or stop it, before "
+                f"running more {language.name} code.\n"
+            )
+            return
         translator = MessageTranslator()
         notice, self._notice = self._notice, None
         if notice is not None:
             yield output_chunk(notice)
         with self._lock:
             self._running.add(session)
-        seen = _Ends()  # error messages are short: the ends of the output are enough
+        seen = OutputEnds()  # error messages are short: the ends of the output are enough
+        hand_back = timeout is None and self.block_timeout is not None and not self.jobs.full()
+        stream = self._execute(
+            language, session, translator, code, timeout or self.block_timeout, hand_back=hand_back
+        )
         try:
-            for chunk in self._execute(language, session, translator, code, timeout):
+            for chunk in stream:
+                if chunk is _HAND_BACK:
+                    yield self._hand_back(language, session, code, stream)
+                    break
                 if chunk["type"] == "console" and chunk.get("format") == "output":
                     seen.add(chunk.get("content") or "")
                 yield chunk
@@ -349,21 +379,65 @@ class Computer:
         translator: MessageTranslator,
         code: str,
         timeout: float | None,
+        *,
+        hand_back: bool = False,
     ) -> Iterator[Chunk]:
+        handed_back = False
         try:
             faulted = False
-            for event in session.execute(code, timeout=timeout):
+            for event in session.execute(code, timeout=timeout, hand_back=hand_back):
                 if isinstance(event, dict):
                     yield from translator.chunks(event)
+                elif isinstance(event, TimedOut) and event.handed_back:
+                    handed_back = True  # what follows is the job's, on its own thread
+                    yield from translator.flush()
+                    yield _HAND_BACK
                 else:
                     faulted = True
                     yield from translator.flush()
                     yield output_chunk(self._fault(language, session, event))
             yield from translator.flush()
-            self.last_run_failed = faulted or translator.failed
+            if not handed_back:
+                self.last_run_failed = faulted or translator.failed
         except ComputerError as exc:  # the kernel was shut down under the run (close, restart)
             yield from translator.flush()
             yield output_chunk(f"\nThe run was cut short: {exc}.\n")
+
+    def _hand_back(
+        self, language: Language, session: Kernel, code: str, rest: Iterator[Chunk]
+    ) -> Chunk:
+        """Make the rest of a run a job; the note for the model.
+
+        A shell job keeps its kernel (the foreground program is bash's child, and bash
+        waits for it): a fresh shell kernel takes the language's place, so the next shell
+        block runs at once, and the job's kernel is shut down when the job ends. Another
+        language's kernel is busy with its job (its variables stay, for when it is over).
+        """
+        fresh = language.name == "shell" and isinstance(session, KernelSession)
+        if fresh:
+            with self._lock:
+                if self._sessions.get(language.name) is session:
+                    del self._sessions[language.name]
+
+        def kill() -> None:
+            if fresh:
+                session.shutdown()
+            else:
+                with contextlib.suppress(ComputerError):  # closed: its kernels go anyway
+                    self._replace(language, expected=session)
+
+        job = self.jobs.add(
+            language.name,
+            code,
+            rest,
+            interrupt=session.interrupt,
+            kill=kill,
+            on_end=session.shutdown if fresh else _nothing,
+            holds=session,
+        )
+        self.last_run_failed = False
+        seconds = self.block_timeout or 0.0
+        return output_chunk(hand_back_note(job, seconds, fresh_shell=fresh))
 
     def _fault(
         self,
@@ -444,7 +518,7 @@ class Computer:
             self._runtime_dir = default_runtime_dir()
             self._finalizer.detach()
             self._finalizer = weakref.finalize(
-                self, _shutdown_all, self._sessions, self._runtime_dir
+                self, shutdown_all, self._sessions, self._runtime_dir
             )
         return KernelSession(
             kernel_spec(language.kernel, python=self.python),
@@ -454,44 +528,9 @@ class Computer:
         )
 
 
-class _Ends:
-    """The first and last few KB of a run's output, in bounded memory."""
-
-    SIZE: Final = 8192
-
-    def __init__(self) -> None:
-        self.head = ""
-        self.tail = ""
-        self.open_line = False
-
-    def add(self, text: str) -> None:
-        if not text:
-            return
-        self.open_line = not text.endswith("\n")
-        if len(self.head) < self.SIZE:
-            self.head += text[: self.SIZE - len(self.head)]
-        self.tail = (self.tail + text[-self.SIZE :])[-self.SIZE :]
-
-    def text(self) -> str:
-        return self.head + "\n" + self.tail
+def _nothing() -> None:
+    pass
 
 
 def _missing(language: Language) -> bool:
     return language.requires is not None and shutil.which(language.requires) is None
-
-
-def _shutdown_all(sessions: dict[str, Kernel], runtime_dir: Path | None) -> None:
-    """Shut kernels down in parallel (each may wait a moment for a clean exit)."""
-    threads = []
-    for session in list(sessions.values()):
-        thread = threading.Thread(target=session.shutdown, daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # interpreter shutdown: no new threads, so one at a time
-            session.shutdown()
-            continue
-        threads.append(thread)
-    for thread in threads:
-        thread.join()
-    if runtime_dir is not None:
-        release_runtime_dir(runtime_dir)

@@ -366,11 +366,16 @@ class KernelSession(BackgroundStart):
 
     # -- running code -----------------------------------------------------------------------
 
-    def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]:
+    def execute(
+        self, code: str, *, timeout: float | None = None, hand_back: bool = False
+    ) -> Iterator[KernelEvent]:
         """Run ``code``; yield its IOPub messages and fault events until it is done.
 
         Ends after the execute reply and the kernel's idle status for this request, or right
-        after a fault event. If the consumer stops early, the code is interrupted.
+        after a fault event. If the consumer stops early, the code is interrupted. With
+        ``hand_back`` the time limit does not interrupt the code: :class:`TimedOut` (marked
+        ``handed_back``) is yielded and the run goes on, for the consumer to keep as a job,
+        possibly on another thread.
         """
         self.wait_ready()
         me = threading.get_ident()
@@ -384,7 +389,7 @@ class KernelSession(BackgroundStart):
             self._executing = me
             self._ran = True
         try:
-            yield from self._execute(code, timeout)
+            yield from self._execute(code, timeout, hand_back)
         finally:
             with self._idle:
                 self._executing = None
@@ -393,7 +398,7 @@ class KernelSession(BackgroundStart):
             if closed:  # shut down during the run: the sockets were left to this run
                 self._release()
 
-    def _execute(self, code: str, timeout: float | None) -> Iterator[KernelEvent]:
+    def _execute(self, code: str, timeout: float | None, hand_back: bool) -> Iterator[KernelEvent]:
         channels = self._open_channels()
         msg_id = channels.client.execute(
             code, silent=False, store_history=True, allow_stdin=False, stop_on_error=False
@@ -414,7 +419,9 @@ class KernelSession(BackgroundStart):
                     yield KernelDied(self._wait_exit())
                     return
                 fault = run.expired(self._interrupted_at)
-                if fault is not None:
+                if isinstance(fault, TimedOut) and hand_back:
+                    yield TimedOut(fault.seconds, handed_back=True)  # the run goes on
+                elif fault is not None:
                     yield fault
                     if isinstance(fault, InterruptIgnored):
                         return
