@@ -243,9 +243,15 @@ class JobTable:
 
 
 def describe(job: Job) -> str:
-    """One line about a job for ``%jobs`` and the jobs tool's list."""
-    last = f" | {job.last_line}" if job.last_line else ""
-    return f"{job.id}  {job.state:<8} {job.age:6.0f}s  {job.language}: {job.command[:60]}{last}"
+    """One line about a job for ``%jobs`` and the jobs tool's list (what the code wrote is
+    shown with its control characters as ``?``: it goes to lmc's own terminal)."""
+    last = f" | {_printable(job.last_line)}" if job.last_line else ""
+    command = _printable(job.command[:60])
+    return f"{job.id}  {job.state:<8} {job.age:6.0f}s  {job.language}: {command}{last}"
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def hand_back_note(job: Job, seconds: float, *, fresh_shell: bool) -> str:

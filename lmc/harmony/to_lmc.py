@@ -54,6 +54,10 @@ _FUNCTIONS = "functions."
 #: gpt-oss's built-in browser functions, shown as tool calls under their own name.
 BROWSER_CALLS = frozenset({"browser.search", "browser.open", "browser.find"})
 
+#: lmc's own functions that are not code (lmc.agent.job_tool), shown as tool calls of
+#: format ``lmc.NAME``, as if lmc were one more tool server.
+LMC_FUNCTIONS = frozenset({"functions.jobs"})
+
 #: Between the server's and the tool's name in an MCP tool's function name.
 TOOL_SEPARATOR = "__"
 
@@ -83,6 +87,8 @@ def tool_call_format(recipient: str | None) -> str | None:
     name = words[0] if words else ""
     if name in BROWSER_CALLS:
         return name
+    if name in LMC_FUNCTIONS:
+        return "lmc." + name.removeprefix(_FUNCTIONS)
     if not name.startswith(_FUNCTIONS):
         return None
     server, separator, tool = name[len(_FUNCTIONS) :].partition(TOOL_SEPARATOR)
