@@ -52,6 +52,7 @@ from lmc.computer.languages import LANGUAGES, Language, resolve_language
 from lmc.computer.output import OutputEnds
 from lmc.computer.runtime import default_runtime_dir, shutdown_all
 from lmc.computer.sandbox import Limits, explain_block, lacked_by, resolve_policy
+from lmc.computer.sandbox.shared_net import SharedNetwork
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
 
@@ -117,6 +118,8 @@ class Computer:
         self.block_timeout = block_timeout or None
         #: Blocks handed back after ``block_timeout``, still running or not.
         self.jobs = JobTable()
+        #: The one network namespace of this computer's sandboxed kernels (no network).
+        self._network: SharedNetwork | None = None
         #: The interpreter that runs the python kernel (None: lmc's own), ``--python``.
         self.python = python
         self.gateway = gateway
@@ -234,6 +237,8 @@ class Computer:
         for thread in self._retiring:  # a replaced kernel is gone too when close() returns
             thread.join(max(0.0, deadline - time.monotonic()))
         shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
+        if self._network is not None:
+            self._network.close()
         self._finalizer.detach()
 
     def __enter__(self) -> Computer:
@@ -525,7 +530,14 @@ class Computer:
             runtime_dir=self._runtime_dir,
             cwd=self.cwd,
             sandbox=self.sandbox,
+            network=self._shared_network(),
         )
+
+    def _shared_network(self) -> SharedNetwork | None:
+        """The network namespace the kernels share (bubblewrap, no network), made once."""
+        if self._network is None:
+            self._network = SharedNetwork.find()
+        return None if self.sandbox.network or not self.sandbox.enabled else self._network
 
 
 def _nothing() -> None:

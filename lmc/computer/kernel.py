@@ -49,6 +49,7 @@ from lmc.computer.kernelspecs import KernelSpec
 from lmc.computer.run_watch import IDLE_AFTER_REPLY, INTERRUPT_GRACE, RunWatch
 from lmc.computer.runtime import default_runtime_dir
 from lmc.computer.sandbox import SandboxLaunch, SandboxPolicy
+from lmc.computer.sandbox.shared_net import SharedNetwork
 from lmc.computer.starting import BackgroundStart
 from lmc.errors import ComputerError
 
@@ -88,8 +89,10 @@ class KernelSession(BackgroundStart):
         env: Mapping[str, str] | None = None,
         start_timeout: float = START_TIMEOUT,
         sandbox: SandboxPolicy | None = None,
+        network: SharedNetwork | None = None,
     ) -> None:
         super().__init__()
+        self._network = network  # the session's shared network namespace (sandboxed)
         self.spec = spec
         self.sandbox = sandbox if sandbox is not None and sandbox.enabled else None
         self._runtime_dir = runtime_dir
@@ -306,6 +309,7 @@ class KernelSession(BackgroundStart):
             cwd=self._cwd,
             sandbox=self.sandbox,
             private_root=self._runtime_dir.parent,
+            join_network=self._network.join_prefix() if self._network is not None else (),
         )
         if self.sandbox is not None:
             self._sandbox_launch = plan

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
@@ -105,6 +105,7 @@ def launch_plan(
     cwd: Path | None,
     sandbox: SandboxPolicy | None,
     private_root: Path,
+    join_network: Sequence[str] = (),
 ) -> tuple[SandboxLaunch, Path | None]:
     """How to start ``spec``'s kernel: its launch (argv, environment, descriptors) and folder."""
     kernel_env = {**KERNEL_ENV, **editor_env(), **spec.env, **env}
@@ -133,6 +134,7 @@ def launch_plan(
         readable=needed,
         cwd=cwd,
         private_root=private_root,
+        join_network=join_network,
     )
     return plan, cwd
 
