@@ -77,8 +77,13 @@ def _outputs(chunks: list[Chunk]) -> list[str]:
 def test_a_foreground_server_becomes_a_job_the_model_polls_and_stops(make: Any) -> None:
     port = str(20000 + secrets.randbelow(30000))
     server = (sys.executable, "-m", "http.server", port)
+    url = f"http://127.0.0.1:{port}/"
     interpreter = make(
         _shell(" ".join(server)),
+        _shell(
+            f"curl -s --retry 30 --retry-connrefused --retry-delay 1 {url} >/dev/null"
+            " && echo reached"
+        ),
         _jobs(action="poll", job=1),
         _jobs(action="list"),
         _jobs(action="stop", job=1),
@@ -89,8 +94,10 @@ def test_a_foreground_server_becomes_a_job_the_model_polls_and_stops(make: Any) 
     chunks = list(interpreter.chat("start a dev server", stream=True, display=False))
     calls = [c for c in chunks if c.get("type") == "tool_call" and c.get("format") == "lmc.jobs"]
     assert calls, "the jobs calls show as tool calls of format lmc.jobs"
-    started, polled, listed, stopped, unknown = _outputs(chunks)
+    started, curled, polled, listed, stopped, unknown = _outputs(chunks)
     assert "goes on in the background as job 1" in started
+    # The next shell block reaches the server over the session's loopback (network off).
+    assert curled == "reached\n"
     assert polled.startswith("job 1 is still running")
     assert "1  running" in listed and "http.server" in listed
     assert stopped.startswith("job 1 stopped")
