@@ -68,3 +68,17 @@ def test_git_asks_for_no_password(tmp_path: Path) -> None:
     with Computer(workdir=tmp_path, block_timeout=60) as computer:
         out = output_of(collect(computer, "shell", code))
     assert "prompt=0" in out
+
+
+def test_node_readline_question_gets_an_empty_line_and_the_model_is_told(tmp_path: Path) -> None:
+    code = (
+        "const rl = require('readline').createInterface({input: process.stdin});\n"
+        "const a = await new Promise((done) => rl.question('Name? ', done));\n"
+        "const p = require('readline/promises').createInterface({input: process.stdin});\n"
+        "console.log('got', JSON.stringify(a), JSON.stringify(await p.question('Age? ')));"
+    )
+    with Computer(workdir=tmp_path, block_timeout=60) as computer:
+        out = output_of(collect(computer, "javascript", code))
+    assert out.count("asked for keyboard input") == 2
+    assert 'got "" ""' in out
+    assert "still running" not in out
