@@ -18,6 +18,7 @@ started from lmc's launcher thread with ``--die-with-parent``, so it dies with l
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import subprocess
@@ -78,7 +79,11 @@ class SharedNetwork:
         """End the holder (the kernels in the namespace keep it until they end)."""
         with self._lock:
             self._closed = True
+            inner = self._inner
             process, self._process, self._inner = self._process, None, None
+        if inner is not None:  # die-with-parent would end it too, a moment later
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(inner, signal.SIGKILL)
         if process is not None:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGKILL)
