@@ -535,9 +535,11 @@ class Computer:
 
     def _shared_network(self) -> SharedNetwork | None:
         """The network namespace the kernels share (bubblewrap, no network), made once."""
+        if self.sandbox.network or not self.sandbox.enabled:
+            return None
         if self._network is None:
             self._network = SharedNetwork.find()
-        return None if self.sandbox.network or not self.sandbox.enabled else self._network
+        return self._network
 
 
 def _nothing() -> None:
