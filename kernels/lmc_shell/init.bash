@@ -43,6 +43,11 @@ set -T
 shopt -s extdebug
 __lmc_intr=
 trap '__lmc_intr=1' INT
+# SIGUSR1 comes from the kernel when it escalates an interrupt to SIGTERM/SIGKILL of the block's
+# programs (a vim, a `trap '' INT`): bash discards a SIGINT that came while it waited for a child
+# that did not die of SIGINT itself, so without this the rest of the block would run on. A
+# trapped USR1 is kept and runs once the child is gone.
+trap '__lmc_intr=1' USR1
 trap '__lmc_last=$_; [[ -z $__lmc_intr ]] || builtin return 2; [[ $BASH_SUBSHELL == 0 && ${BASH_SOURCE[0]-} == "$__lmc_file" && $LINENO != "$__lmc_line" ]] && { __lmc_line=$LINENO; builtin echo "L$LINENO" >&243; [[ -z $__lmc_sync ]] || builtin read -r -n 1 -u 244 __lmc_sync || __lmc_sync=; }; : "$__lmc_last"' DEBUG
 
 declare -r PROMPT_COMMAND='__lmc_status=$?; [[ -z $__lmc_intr ]] || __lmc_status=130; __lmc_intr=; builtin echo "D$__lmc_status" >&243'

@@ -299,11 +299,15 @@ class PipeSession:
             if text:
                 yield Output(stream.name, text)
 
+    def _escalating(self) -> None:
+        """The interrupt is escalated: a subclass makes the rest of the block not run."""
+
     def _signal_programs(self, signum: int) -> None:
         """``signum`` to every process of the child's group except the child (Linux /proc)."""
         process = self._process
         if process is None:
             return
+        self._escalating()
         for pid in _group_members(process.pid):
             if pid != process.pid:
                 with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -39,3 +39,5 @@ def test_one_interrupt_frees_the_shell_from_a_program_ignoring_it(tmp_path: Path
             assert after == "next=\n"
         else:
             assert after == "next=yes\n"
+            assert "after" not in out  # the rest of the interrupted block did not run
+            assert "interrupted" in out
