@@ -7,7 +7,9 @@ no_editor instead; `read` gets end of input and a hint.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,33 @@ def test_node_readline_question_gets_an_empty_line_and_the_model_is_told(tmp_pat
     assert out.count("asked for keyboard input") == 2
     assert 'got "" ""' in out
     assert "still running" not in out
+
+
+@pytest.mark.skipif(shutil.which("vim") is None, reason="vim is not installed")
+def test_an_editor_asked_for_by_name_is_handed_back_and_stopped(tmp_path: Path) -> None:
+    """`GIT_EDITOR=vim git commit`: vim waits on the output pipe for good, as the issue saw it;
+    the block is handed back after block_timeout and stopping the job ends vim and git, though
+    vim shrugs off SIGINT (the kernel escalates to SIGTERM)."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "f.txt").write_text("x\n")
+    code = (
+        "git -c user.email=a@b.c -c user.name=n add f.txt\n"
+        "GIT_EDITOR=vim git -c user.email=a@b.c -c user.name=n commit"
+    )
+    message = str(repo / ".git" / "COMMIT_EDITMSG")
+    with Computer(workdir=repo, sandbox="off", block_timeout=1) as computer:
+        out = output_of(collect(computer, "shell", code))
+        assert "goes on in the background as job 1" in out
+        job = computer.jobs.get(1)
+        assert job is not None
+        deadline = time.monotonic() + 30
+        while _no_process_mentions(message):  # vim is there, waiting
+            assert time.monotonic() < deadline, "git never started vim"
+            time.sleep(0.05)
+        assert job.stop().startswith("job 1 ")
+        assert job.state == "stopped"
+        deadline = time.monotonic() + 30
+        while not _no_process_mentions(message):
+            assert time.monotonic() < deadline, "vim outlived its job"
+            time.sleep(0.05)
