@@ -151,6 +151,7 @@ class PipeSession:
         self._interrupt_pending = False
         self._interrupt_sent_at: float | None = None
         self._interrupt_first_at: float | None = None
+        self._earlier: set[int] = set()  # the child's children before this run (its `&` jobs)
         self._wake_read, self.wakeup_fd = os.pipe()  # for signal.set_wakeup_fd
         for fd in (self._wake_read, self.wakeup_fd):
             os.set_blocking(fd, False)
@@ -237,6 +238,7 @@ class PipeSession:
 
     def _begin(self) -> None:
         """A run is about to be sent to the child: no interrupt is held from before."""
+        self._earlier = _children(self._process.pid) if self._process is not None else set()
         self._started = False
         self._interrupt_pending = False
         self._interrupt_sent_at = None
@@ -303,13 +305,22 @@ class PipeSession:
         """The interrupt is escalated: a subclass makes the rest of the block not run."""
 
     def _signal_programs(self, signum: int) -> None:
-        """``signum`` to every process of the child's group except the child (Linux /proc)."""
+        """``signum`` to every process of the child's group that this run started, except the
+        child (Linux /proc): what earlier runs left in the background (``sleep 60 &``, which
+        bash runs with SIGINT ignored) keeps running, as it does after a plain interrupt."""
         process = self._process
         if process is None:
             return
         self._escalating()
-        for pid in _group_members(process.pid):
-            if pid != process.pid:
+        members = _group_members(process.pid)
+        earlier = set(self._earlier)
+        grown = True
+        while grown:  # what the earlier runs' processes started in turn
+            more = {pid for pid, parent in members.items() if parent in earlier} - earlier
+            earlier |= more
+            grown = bool(more)
+        for pid in members:
+            if pid != process.pid and pid not in earlier:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signum)
 
@@ -322,9 +333,20 @@ class PipeSession:
                 os.killpg(self._process.pid, signal.SIGINT)
 
 
-def _group_members(group: int) -> list[int]:
-    """The live processes of process group ``group``, from /proc (none without it)."""
-    members = []
+def _children(pid: int) -> set[int]:
+    """``pid``'s children now (Linux /proc; none without it)."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError, ValueError):
+        for task in os.scandir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task.name}/children", "rb") as file:
+                found.update(int(child) for child in file.read().split())
+    return found
+
+
+def _group_members(group: int) -> dict[int, int]:
+    """The live processes of process group ``group`` and their parents, from /proc (none
+    without it)."""
+    members: dict[int, int] = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
@@ -336,5 +358,5 @@ def _group_members(group: int) -> list[int]:
                 continue
             fields = stat[stat.rfind(b")") + 2 :].split()
             if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == group:
-                members.append(int(entry.name))
+                members[int(entry.name)] = int(fields[1])
     return members

@@ -13,17 +13,19 @@ import threading
 from pathlib import Path
 
 from support.computer_testing import collect, output_of
-from support.processes import unique_seconds, wait_until_gone, wait_until_running
+from support.processes import pids_of, unique_seconds, wait_until_gone, wait_until_running
 
 from lmc.computer import Computer
 
 
 def test_one_interrupt_frees_the_shell_from_a_program_ignoring_it(tmp_path: Path) -> None:
     sleep = ("sleep", unique_seconds(1000))
+    background = ("sleep", unique_seconds(999))  # left running by an earlier block
     program = " ".join(sleep)
     code = f"bash -c 'trap \"\" INT TERM; {program}'\necho after"
     with Computer(workdir=tmp_path, block_timeout=0) as computer:
-        collect(computer, "shell", "KEPT=yes")
+        collect(computer, "shell", f"KEPT=yes; {' '.join(background)} &")
+        assert wait_until_running(*background)
 
         def interrupt_once_running() -> None:
             assert wait_until_running(*sleep)
@@ -41,3 +43,6 @@ def test_one_interrupt_frees_the_shell_from_a_program_ignoring_it(tmp_path: Path
             assert after == "next=yes\n"
             assert "after" not in out  # the rest of the interrupted block did not run
             assert "interrupted" in out
+            # What an earlier block left in the background is not this block's to kill.
+            assert pids_of(*background)
+    assert wait_until_gone(*background)
