@@ -279,6 +279,19 @@ class Settings:
         panel=SESSION,
         help="Tool calls the model may make for one message before lmc stops it.",
     )
+    #: Seconds a code block runs before it is handed back to the model as a background job
+    #: (lmc.computer.jobs); 0: never (the block runs until it ends).
+    block_timeout: float = option(
+        30.0,
+        kind="float",
+        minimum=0.0,
+        flags=("--block-timeout",),
+        metavar="SECONDS",
+        panel=SESSION,
+        commands=RUNS | {"mcp serve"},
+        help="Seconds a code block runs before it goes on as a background job the model can "
+        "poll or stop (0: never) [default: 30].",
+    )
     output_limit: int = option(
         6_000,
         kind="int",

@@ -43,6 +43,31 @@ delete process.env.LMC_RUN_FD;
 delete process.env.LMC_EVENT_FD;
 delete process.env.LMC_ACK_FD;
 const FILENAME = 'cell';
+
+// Keyboard input. The code's stdin is /dev/null, so readline's question() would wait for an
+// answer that never comes: it gets an empty line at once instead, and the code's stderr says
+// why, as lmc says for Python's input() and the shell's read.
+const STDIN_HINT =
+  'lmc: this code asked for keyboard input, which lmc cannot give it, so it got an empty ' +
+  'line; put the values in the code instead.\n';
+function answerEmptyLine(Interface, promised) {
+  if (!Interface || typeof Interface.prototype.question !== 'function') return;
+  const original = Interface.prototype.question;
+  Interface.prototype.question = function question(query, ...rest) {
+    if (this.input !== process.stdin) return original.call(this, query, ...rest);
+    fs.writeSync(2, `${String(query)}\n${STDIN_HINT}`);
+    if (promised) return Promise.resolve('');
+    const callback = rest.find((argument) => typeof argument === 'function');
+    if (callback) process.nextTick(callback, '');
+    return undefined;
+  };
+}
+answerEmptyLine(readline.Interface, false);
+try {
+  answerEmptyLine(require('node:readline/promises').Interface, true);
+} catch {
+  // An older node without readline/promises.
+}
 const DRIVER = __filename;
 
 function emit(event) {

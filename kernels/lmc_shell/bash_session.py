@@ -23,10 +23,12 @@ block runs at the trap's bare cost; the kernel then reports the latest line it s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shlex
 import shutil
+import signal
 import tempfile
 import time
 from collections import deque
@@ -171,6 +173,12 @@ class BashSession(PipeSession):
         finally:
             self._running = False
             path.unlink(missing_ok=True)
+
+    def _escalating(self) -> None:
+        """The rest of the block must not run once its program was killed (init.bash)."""
+        if self._process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self._process.pid, signal.SIGUSR1)
 
     def _follow(self, last_line: int) -> Iterator[Event]:
         pace = _Pace()

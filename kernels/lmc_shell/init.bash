@@ -43,6 +43,11 @@ set -T
 shopt -s extdebug
 __lmc_intr=
 trap '__lmc_intr=1' INT
+# SIGUSR1 comes from the kernel when it escalates an interrupt to SIGTERM/SIGKILL of the block's
+# programs (a vim, a `trap '' INT`): bash discards a SIGINT that came while it waited for a child
+# that did not die of SIGINT itself, so without this the rest of the block would run on. A
+# trapped USR1 is kept and runs once the child is gone.
+trap '__lmc_intr=1' USR1
 trap '__lmc_last=$_; [[ -z $__lmc_intr ]] || builtin return 2; [[ $BASH_SUBSHELL == 0 && ${BASH_SOURCE[0]-} == "$__lmc_file" && $LINENO != "$__lmc_line" ]] && { __lmc_line=$LINENO; builtin echo "L$LINENO" >&243; [[ -z $__lmc_sync ]] || builtin read -r -n 1 -u 244 __lmc_sync || __lmc_sync=; }; : "$__lmc_last"' DEBUG
 
 # Kernel state (shell_state.py): after each block, $PWD and every exported NAME=VALUE,
@@ -62,3 +67,15 @@ __lmc_save_state() {
 }
 
 declare -r PROMPT_COMMAND='__lmc_status=$?; [[ -z $__lmc_intr ]] || __lmc_status=130; __lmc_intr=; [[ -z $__lmc_state ]] || __lmc_save_state; builtin echo "D$__lmc_status" >&243'
+
+# Keyboard input. A block's stdin is /dev/null, so `read` gets end-of-input at once instead of
+# waiting for a person; this says so (as lmc says for Python's input()), once the builtin has
+# failed on a stdin that is /dev/null (not a file or a pipe the code gave it, not `-u FD`).
+read() {
+    builtin read "$@"
+    local __lmc_status=$?
+    if (( __lmc_status != 0 )) && [[ " $* " != *" -u"* && /dev/stdin -ef /dev/null ]]; then
+        builtin echo "lmc: this code asked for keyboard input (read), which lmc cannot give it, so it got end of input; put the values in the code instead (answer=y, or pipe them in: echo y | ...)." >&2
+    fi
+    return $__lmc_status
+}

@@ -43,6 +43,12 @@ MAX_OUTPUT_EVENT = 256 * 1024
 #: statement's script ends (``console.log(1); await x``), and bash runs a command it had
 #: already decided on after its INT trap only set a flag.
 INTERRUPT_REPEAT = 0.25
+#: Seconds after the first interrupt before the code's programs (every process of the child's
+#: group but the child itself: bash or node keeps its state) get SIGTERM, then SIGKILL. A
+#: program that ignores SIGINT (vim, ``trap '' INT``) would otherwise hold the block until
+#: lmc restarts the whole kernel, 3 s after its interrupt (lmc.computer.run_watch).
+ESCALATE_TERM = 1.0
+ESCALATE_KILL = 2.0
 
 
 @dataclass(frozen=True)
@@ -144,6 +150,8 @@ class PipeSession:
         self._started = False
         self._interrupt_pending = False
         self._interrupt_sent_at: float | None = None
+        self._interrupt_first_at: float | None = None
+        self._earlier: set[int] = set()  # the child's children before this run (its `&` jobs)
         self._wake_read, self.wakeup_fd = os.pipe()  # for signal.set_wakeup_fd
         for fd in (self._wake_read, self.wakeup_fd):
             os.set_blocking(fd, False)
@@ -230,9 +238,11 @@ class PipeSession:
 
     def _begin(self) -> None:
         """A run is about to be sent to the child: no interrupt is held from before."""
+        self._earlier = _children(self._process.pid) if self._process is not None else set()
         self._started = False
         self._interrupt_pending = False
         self._interrupt_sent_at = None
+        self._interrupt_first_at = None
         self._running = True
 
     def _code_started(self) -> None:
@@ -262,6 +272,10 @@ class PipeSession:
         sent_at = self._interrupt_sent_at
         if sent_at is not None and time.monotonic() >= sent_at + INTERRUPT_REPEAT:
             self._signal_group()
+        first = self._interrupt_first_at
+        if first is not None and time.monotonic() >= first + ESCALATE_TERM:
+            late = time.monotonic() >= first + ESCALATE_KILL
+            self._signal_programs(signal.SIGKILL if late else signal.SIGTERM)
 
     def _clear_wakeup(self, ready: list[int]) -> None:
         if self._wake_read in ready:  # the signal handler has run (or runs now)
@@ -287,8 +301,62 @@ class PipeSession:
             if text:
                 yield Output(stream.name, text)
 
+    def _escalating(self) -> None:
+        """The interrupt is escalated: a subclass makes the rest of the block not run."""
+
+    def _signal_programs(self, signum: int) -> None:
+        """``signum`` to every process of the child's group that this run started, except the
+        child (Linux /proc): what earlier runs left in the background (``sleep 60 &``, which
+        bash runs with SIGINT ignored) keeps running, as it does after a plain interrupt."""
+        process = self._process
+        if process is None:
+            return
+        self._escalating()
+        members = _group_members(process.pid)
+        earlier = set(self._earlier)
+        grown = True
+        while grown:  # what the earlier runs' processes started in turn
+            more = {pid for pid, parent in members.items() if parent in earlier} - earlier
+            earlier |= more
+            grown = bool(more)
+        for pid in members:
+            if pid != process.pid and pid not in earlier:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signum)
+
     def _signal_group(self) -> None:
         self._interrupt_sent_at = time.monotonic()
+        if self._interrupt_first_at is None:
+            self._interrupt_first_at = self._interrupt_sent_at
         if self._process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._process.pid, signal.SIGINT)
+
+
+def _children(pid: int) -> set[int]:
+    """``pid``'s children now (Linux /proc; none without it)."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError, ValueError):
+        for task in os.scandir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task.name}/children", "rb") as file:
+                found.update(int(child) for child in file.read().split())
+    return found
+
+
+def _group_members(group: int) -> dict[int, int]:
+    """The live processes of process group ``group`` and their parents, from /proc (none
+    without it)."""
+    members: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as file:
+                    stat = file.read()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == group:
+                members[int(entry.name)] = int(fields[1])
+    return members

@@ -28,6 +28,7 @@ from lmc.agent.checkpoints import Checkpointer, RewindReport
 from lmc.agent.compaction import Compactor
 from lmc.agent.display import Renderer
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call
+from lmc.agent.job_tool import JobTools
 from lmc.agent.kept_state import attach_state, kernel_state_for
 from lmc.agent.loop import ComputerLike, Loop, LoopSettings
 from lmc.agent.pieces import (
@@ -151,6 +152,10 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         #: gpt-oss's browser tool (``browser="searxng"``, ``"exa"``, ``"local"``), made when
         #: the model is loaded or first prompted (see :meth:`_open_browser`).
         self.browser_tools: BrowserTools | None = None
+        #: ``functions.jobs`` (lmc.agent.job_tool), while blocks can be handed back as jobs.
+        self.job_tools: JobTools | None = None
+        if s.block_timeout and (computer is None or hasattr(computer, "jobs")):
+            self.job_tools = JobTools(lambda: getattr(self._computer, "jobs", None))
         self._loop = Loop(
             backend=self._turn_backend,
             computer=self._turn_computer,
@@ -166,7 +171,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
-            tools=tool_set(self.tools, self.patch_tool),
+            tools=tool_set(self.tools, self.patch_tool, self.job_tools),
             usage=self._count_usage,
         )
         if s.compaction:
@@ -201,7 +206,9 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         self.browser_tools = browser_tools(
             s.browser, s.browser_url, s.browser_allow_private, self._count_tokens
         )
-        self._loop.tools = tool_set(self.tools, self.patch_tool, self.browser_tools)
+        self._loop.tools = tool_set(
+            self.tools, self.patch_tool, self.browser_tools, self.job_tools
+        )
 
     # -- the pieces, created when first needed ------------------------------------------------
 
@@ -420,6 +427,8 @@ class Interpreter(ChatMixin, WorkspaceMixin):
 
             extra = [*extra, *self.patch_tool.descriptions()]
             patch_instructions = apply_patch_instructions()
+        if self.job_tools is not None:
+            extra = [*extra, *self.job_tools.descriptions()]
         names = tuple(tool.name for tool in extra)
         self._open_browser()
         browser = self.browser_tools is not None

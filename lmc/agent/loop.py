@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from lmc.agent.approvals import Answer, Decision, decision_of, refusal_text
 from lmc.agent.history import Entry, Transcript, tool_result_harmony
+from lmc.agent.loop_guard import LoopGuard
 from lmc.agent.run_output import (
     PendingCall,
     RunOutput,
@@ -148,6 +149,8 @@ class Loop:
         #: lacked (:mod:`lmc.agent.escalation`); only the interactive terminal sets it.
         self.offer_rerun: OfferRerun | None = None
         self._token_counts: dict[str, int] = {}  # a message's Harmony text -> its tokens
+        #: Tells the model it repeats itself, then ends the turn (lmc.agent.loop_guard).
+        self.guard = LoopGuard()
 
     def forget(self) -> None:
         """A new conversation: no turns dropped, and the context note may be given again."""
@@ -202,6 +205,7 @@ class Loop:
     ) -> Generator[Chunk, None, None]:
         """One turn for the person's ``message``; yields LMC chunks."""
         self._cancel.clear()
+        self.guard.reset()
         self.record(message, harmony)
         if self.tools is not None:
             for line in self.tools.notices():  # a tool server that did not start, said once
@@ -220,6 +224,9 @@ class Loop:
             calls += 1
             yield from self._call(outcome.call, decide)
             if self._cancel.is_set():
+                return
+            if self.guard.stop_note is not None:
+                yield from self.notice(self.guard.stop_note)
                 return
             if calls >= self.settings.max_steps:
                 yield from self.notice(step_limit_note(calls))
@@ -481,7 +488,12 @@ class Loop:
             )  # fmt: skip
             if (yield from again):
                 return
+        warning = self.guard.observe(language, code, output.for_model.text())
+        if warning is not None:
+            output.note(warning)  # in the result the model reads
         self.record_run(target, output, told)
+        if warning is not None:
+            yield from self.notice(warning.strip())
 
     def record_run(self, target: ToolTarget, output: RunOutput, told: str) -> None:
         text = output.for_model.text() or "(no output)"

@@ -54,6 +54,7 @@ def sandbox_options(s: Settings) -> dict[str, Any]:
         "sandbox_writable": s.sandbox_writable,
         "sandbox_limits": sandbox_limits(s),
         "python": s.python,  # the person's own interpreter for the python kernel
+        "block_timeout": s.block_timeout,  # a longer block goes on as a job (0: never)
     }
 
 

@@ -66,7 +66,8 @@ PYTHON_DESCRIPTION: Final = (
     "When you send a message containing Python code to python, it will be executed in a "
     "stateful Jupyter kernel on the user's machine, in the working directory given by the "
     "developer. python will respond with the output of the execution; very long output is "
-    "shortened to its beginning and end. There is no time limit, but the user may interrupt "
+    "shortened to its beginning and end. A long run may be handed back to you as a "
+    "background job (its note says how to poll or stop it), and the user may interrupt "
     "a long run. Files are read and written on the user's own disk. Internet access depends "
     "on the user's machine."
 )

@@ -9,6 +9,7 @@ from lmc.cli.chat import load_with_spinner, make_confirmer
 from lmc.cli.options import SharedOptions
 from lmc.cli.session import (
     EXIT_INTERRUPTED,
+    EXIT_LOOP,
     EXIT_NO_ANSWER,
     EXIT_USAGE,
     open_session,
@@ -76,7 +77,8 @@ def _message(prompt: str | None, audio: str | None) -> Message | str | int:
 
 
 def run_once(prompt: str | None, options: SharedOptions, audio: str | None = None) -> int:
-    """Ask once (with text, or speech from ``audio``); 0 on a final answer, 3 without one,
+    """Ask once (with text, or speech from ``audio``); 0 on a final answer, 3 without one
+    (4 when the loop guard stopped a model repeating itself),
     1 on an error, 2 on bad usage, 130 on Ctrl-C and 128 + N on signal N (SIGTERM, SIGHUP),
     after the same orderly close."""
     with terminate_like_interrupt():
@@ -124,4 +126,8 @@ def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> 
         _stderr("interrupted")
         return EXIT_INTERRUPTED
     _stderr(f"no final answer: {turn.reason}")
+    from lmc.agent.loop_guard import LOOP_STOP
+
+    if any(note.startswith(LOOP_STOP) for note in turn.notes[-1:]):
+        return EXIT_LOOP
     return EXIT_NO_ANSWER

@@ -84,6 +84,7 @@ def computer_factory(settings: Settings) -> Callable[[], Any]:
             network=policy.network,
             workdir=policy.workdir,
             hide=settings.sandbox_hide,
+            block_timeout=settings.block_timeout,
             gateway=gateway_config(settings),  # kernels on a gateway, when one is set
         )
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXIT_ERROR",
     "EXIT_INTERRUPTED",
+    "EXIT_LOOP",
     "EXIT_NO_ANSWER",
     "EXIT_USAGE",
     "Output",
@@ -46,6 +47,9 @@ __all__ = [
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_NO_ANSWER = 3
+#: The loop guard ended the turn: the model ran the same code with the same output again and
+#: again (lmc.agent.loop_guard).
+EXIT_LOOP = 4
 EXIT_INTERRUPTED = 130
 
 

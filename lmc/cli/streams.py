@@ -15,6 +15,7 @@ import atexit
 import contextlib
 import io
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from typing import Final
@@ -101,6 +102,14 @@ def _exit_now(status: int) -> None:
     os._exit(status)
 
 
+def _interruptible() -> None:
+    """Ctrl-C works even when lmc was started with SIGINT ignored (``lmc run ... &`` in a
+    script: the shell ignores it for background commands, and Python then installs no
+    handler): without this a SIGINT would neither stop a turn nor free a kernel."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_cli(app: Callable[[], object]) -> None:
     """Run the click/typer ``app`` with these rules at its edge."""
     if sys.stdout is None:  # started with standard output closed (>&-)
@@ -109,6 +118,7 @@ def run_cli(app: Callable[[], object]) -> None:
         raise SystemExit(1)
     _strict_utf8_stdin()
     _skip_unused_imports()
+    _interruptible()
     try:
         app()  # typer ends a command that met a closed pipe quietly (status 1)
     except SystemExit as exc:

@@ -1,30 +1,24 @@
 """``lmc.Computer``: runs the model's code and streams what happens as LMC chunks.
 
-One kernel per language, started on first use or ahead of time (:meth:`Computer.prestart`,
-in the background so start-up hides behind model generation). A run always yields the
-console start flag, then active lines and output in the order they happened, then the null
-active line and the end flag; every fault (unknown language, a kernel that cannot start,
-dies, hangs or runs too long) becomes output in that stream, never an exception.
-
-Kernels run in the sandbox :mod:`lmc.computer.sandbox` describes (by default ``workspace``
-wherever a sandbox tool works: writes only in the working directory and a private /tmp, no
-network, secrets hidden). A block that ran into it ends with one line saying so, and
-:attr:`Computer.last_run_lacked` says what it lacked; :meth:`Computer.run_relaxed` runs such a
-block once more in a throwaway kernel that has it, when the person says yes.
-
-With a :class:`~lmc.computer.gateway.GatewayConfig` the kernels run on a Jupyter Kernel or
-Enterprise Gateway instead (:mod:`lmc.computer.gateway_kernel`), with the same chunk stream;
-they are contained by the gateway's deployment, not by lmc's sandbox.
+One kernel per language, started on first use or ahead of time (:meth:`Computer.prestart`).
+A run yields the console start flag, active lines and output as they happened, the null
+active line and the end flag; every fault (unknown language, a kernel that cannot start, dies,
+hangs or runs too long) becomes output in that stream, never an exception. Kernels run in the
+sandbox of :mod:`lmc.computer.sandbox`; a block that ran into it ends with one line saying so,
+and :meth:`Computer.run_relaxed` can run it once more in a throwaway kernel that has what it
+lacked. On a :class:`~lmc.computer.gateway.GatewayConfig` the kernels run on a Jupyter
+Gateway (:mod:`lmc.computer.gateway_kernel`), contained by the gateway, not by lmc.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
@@ -37,7 +31,9 @@ from lmc.computer.chunks import (
     console_start,
     output_chunk,
 )
+from lmc.computer.fault_notes import fault_note
 from lmc.computer.html import run_html
+from lmc.computer.jobs import JobTable, hand_back_note
 from lmc.computer.kernel import (
     InterruptIgnored,
     Kernel,
@@ -47,8 +43,10 @@ from lmc.computer.kernel import (
 )
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
-from lmc.computer.runtime import default_runtime_dir, release_runtime_dir
+from lmc.computer.output import OutputEnds
+from lmc.computer.runtime import default_runtime_dir, shutdown_all
 from lmc.computer.sandbox import Limits, explain_block, lacked_by, resolve_policy
+from lmc.computer.sandbox.shared_net import SharedNetwork
 from lmc.computer.state import KernelState, kernel_options, lost_words, restore_note
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
@@ -58,6 +56,10 @@ if TYPE_CHECKING:
     from lmc.computer.gateway import GatewayConfig
 
 __all__ = ["Computer"]
+
+#: Yielded by :meth:`Computer._execute` where the run's time limit handed it back: the rest of
+#: that stream belongs to a job from then on.
+_HAND_BACK: Final[Chunk] = output_chunk("")
 
 _KNOWN: Final = ", ".join(language.name for language in LANGUAGES)
 #: What a block can lack and :meth:`Computer.run_relaxed` can give it once.
@@ -70,23 +72,20 @@ RETIRE_WAIT: Final = 30.0
 class Computer:
     """Runs code in Jupyter kernels (python, shell, javascript, r) and more.
 
-    ``timeout`` is the default per-run limit in seconds (None: no limit). HTML comes out
-    as an HTML chunk for the consumer to show. ``workdir`` (or its older name ``cwd``) is
-    where kernels start and, in ``workspace`` mode, the one place they may write (default:
-    the current directory).
-
-    ``sandbox`` is ``"workspace"``, ``"read-only"``, ``"off"`` or None: workspace where a
-    sandbox tool works, else off with a warning. Asking for a sandbox where none works raises
-    :class:`~lmc.errors.SandboxUnavailableError`. ``network`` lets sandboxed code use the
-    network; ``hide`` adds paths to the hidden secrets (absolute, ``~`` or globs);
-    ``sandbox_env`` names environment variables the code may see besides the allow-list;
-    ``sandbox_writable`` keeps paths in the workdir writable (``.venv``, ``.git``);
-    ``sandbox_limits`` sets the processes, memory and /tmp and /dev/shm sizes.
-
-    ``gateway`` runs the kernels on a Jupyter Kernel/Enterprise Gateway instead of here.
-    ``python`` runs the python kernel with that interpreter (a venv's, with ipykernel)
-    instead of lmc's own. ``state`` keeps the python and shell kernels' state in a folder
-    and brings it back into every new kernel (:mod:`lmc.computer.state`).
+    ``timeout``: the default per-run limit in seconds (None: none; the code is interrupted).
+    ``block_timeout`` (None or 0: never) hands a longer block back to the model instead: the
+    code goes on as a job in :attr:`jobs` (:mod:`lmc.computer.jobs`) and the run ends with its
+    output so far and a note. ``workdir`` (or ``cwd``): where kernels start and, in
+    ``workspace`` mode, the one place they may write (default: the current directory).
+    ``sandbox``: ``"workspace"``, ``"read-only"``, ``"off"`` or None (workspace where a sandbox
+    tool works, else off with a warning; asking for one where none works raises
+    :class:`~lmc.errors.SandboxUnavailableError`); ``network`` lets sandboxed code use the
+    network; ``hide`` adds hidden secrets (absolute, ``~`` or globs); ``sandbox_env`` names
+    variables the code may see besides the allow-list; ``sandbox_writable`` keeps paths in the
+    workdir writable (``.venv``, ``.git``); ``sandbox_limits``: processes, memory, /tmp sizes.
+    ``gateway`` runs the kernels on a Jupyter Kernel/Enterprise Gateway; ``python`` runs the
+    python kernel with that interpreter (a venv's, with ipykernel); ``state`` keeps the python
+    and shell kernels' state and brings it back into every new kernel (:mod:`.state`).
     """
 
     def __init__(
@@ -104,11 +103,17 @@ class Computer:
         gateway: GatewayConfig | None = None,
         python: str | None = None,
         state: KernelState | None = None,
+        block_timeout: float | None = None,
     ) -> None:
         self.timeout = timeout
         #: Where kernels keep their state (None: not kept); read when a kernel starts.
         self.state = state
         self._fresh: set[str] = set()  # restarted on request: its next kernel restores nothing
+        self.block_timeout = block_timeout or None
+        #: Blocks handed back after ``block_timeout``, still running or not.
+        self.jobs = JobTable()
+        #: The one network namespace of this computer's sandboxed kernels (no network).
+        self._network: SharedNetwork | None = None
         #: The interpreter that runs the python kernel (None: lmc's own), ``--python``.
         self.python = python
         self.gateway = gateway
@@ -141,7 +146,7 @@ class Computer:
         self._relaxed: set[Computer] = set()  # throwaway computers of run_relaxed, running
         #: Shutdowns of replaced kernels, in the background; close() waits for them.
         self._retiring: list[threading.Thread] = []
-        self._finalizer = weakref.finalize(self, _shutdown_all, self._sessions, None)
+        self._finalizer = weakref.finalize(self, shutdown_all, self._sessions, None)
 
     @property
     def languages(self) -> tuple[str, ...]:
@@ -205,7 +210,7 @@ class Computer:
                 f"{lost_words(self.state, *lost)}.)\n"
             )
         threading.Thread(
-            target=_shutdown_all, args=(sessions, None), name="lmc-shutdown", daemon=True
+            target=shutdown_all, args=(sessions, None), name="lmc-shutdown", daemon=True
         ).start()
         return lost
 
@@ -226,10 +231,13 @@ class Computer:
             self._closed = True
             sessions = list(self._sessions.values())
             self._sessions.clear()
+        self.jobs.kill_all()  # a job's shell was handed its own kernel: it goes too
         deadline = time.monotonic() + RETIRE_WAIT
         for thread in self._retiring:  # a replaced kernel is gone too when close() returns
             thread.join(max(0.0, deadline - time.monotonic()))
-        _shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
+        shutdown_all({str(i): s for i, s in enumerate(sessions)}, self._runtime_dir)
+        if self._network is not None:
+            self._network.close()
         self._finalizer.detach()
         if self.state is not None:  # a conversation whose kernels never ran: no empty folder
             with contextlib.suppress(OSError):
@@ -321,12 +329,13 @@ class Computer:
                 self._relaxed.discard(once)
             once.close()
 
-    def _run_kernel(self, language: Language, code: str, timeout: float | None) -> Iterator[Chunk]:
+    def _ready(self, language: Language) -> Generator[Chunk, None, Kernel | None]:
+        """The language's kernel, started (a dead one replaced); None when there is none."""
         try:
             session = self._session(language)
         except ComputerError as exc:  # no kernel spec for it (a broken install)
             yield output_chunk(f"lmc cannot run {language.name} code: {exc}.\n")
-            return
+            return None
         if session.ready and not session.alive:
             yield output_chunk(
                 f"The {language.name} kernel had died since the last run "
@@ -337,13 +346,27 @@ class Computer:
                 session = self._replace(language, expected=session)
             except ComputerError as exc:
                 yield output_chunk(f"{exc}\n")
-                return
+                return None
         try:
             session.wait_ready()
         except ComputerError as exc:
             self._forget(language, session)
             hint = f"\n{language.install_hint}." if language.install_hint else ""
             yield output_chunk(f"{exc}{hint}\n")
+            return None
+        return session
+
+    def _run_kernel(self, language: Language, code: str, timeout: float | None) -> Iterator[Chunk]:
+        session = yield from self._ready(language)
+        if session is None:
+            return
+        busy = self.jobs.holding(lambda job: job.holds is session)
+        if busy is not None:
+            yield output_chunk(
+                f"The {language.name} kernel is still running job {busy.id} "
+                f"({busy.command[:60]}); poll it with the jobs tool, or stop it, before "
+                f"running more {language.name} code.\n"
+            )
             return
         translator = MessageTranslator()
         notice, self._notice = self._notice, None
@@ -354,9 +377,16 @@ class Computer:
             yield output_chunk(restored)
         with self._lock:
             self._running.add(session)
-        seen = _Ends()  # error messages are short: the ends of the output are enough
+        seen = OutputEnds()  # error messages are short: the ends of the output are enough
+        hand_back = timeout is None and self.block_timeout is not None and not self.jobs.full()
+        stream = self._execute(
+            language, session, translator, code, timeout or self.block_timeout, hand_back=hand_back
+        )
         try:
-            for chunk in self._execute(language, session, translator, code, timeout):
+            for chunk in stream:
+                if chunk is _HAND_BACK:
+                    yield self._hand_back(language, session, code, stream)
+                    break
                 if chunk["type"] == "console" and chunk.get("format") == "output":
                     seen.add(chunk.get("content") or "")
                 yield chunk
@@ -378,21 +408,53 @@ class Computer:
         translator: MessageTranslator,
         code: str,
         timeout: float | None,
+        *,
+        hand_back: bool = False,
     ) -> Iterator[Chunk]:
+        handed_back = False
         try:
             faulted = False
-            for event in session.execute(code, timeout=timeout):
+            for event in session.execute(code, timeout=timeout, hand_back=hand_back):
                 if isinstance(event, dict):
                     yield from translator.chunks(event)
+                elif isinstance(event, TimedOut) and event.handed_back:
+                    handed_back = True  # what follows is the job's, on its own thread
+                    yield from translator.flush()
+                    yield _HAND_BACK
                 else:
                     faulted = True
                     yield from translator.flush()
                     yield output_chunk(self._fault(language, session, event))
             yield from translator.flush()
-            self.last_run_failed = faulted or translator.failed
+            if not handed_back:
+                self.last_run_failed = faulted or translator.failed
         except ComputerError as exc:  # the kernel was shut down under the run (close, restart)
             yield from translator.flush()
             yield output_chunk(f"\nThe run was cut short: {exc}.\n")
+
+    def _hand_back(
+        self, language: Language, session: Kernel, code: str, rest: Iterator[Chunk]
+    ) -> Chunk:
+        """Make the rest of a run a job; the note for the model. A shell job keeps its kernel
+        (bash waits for its foreground child) and a fresh shell takes the next block; another
+        language's kernel stays busy with its job (its variables stay, for when it is over)."""
+        fresh = language.name == "shell" and isinstance(session, KernelSession)
+        if fresh:
+            with self._lock:
+                if self._sessions.get(language.name) is session:
+                    del self._sessions[language.name]
+        replace = functools.partial(self._replace_quietly, language, session)
+        job = self.jobs.add(
+            language.name, code, rest, interrupt=session.interrupt, holds=session,
+            kill=session.shutdown if fresh else replace,
+            on_end=session.shutdown if fresh else (lambda: None),
+        )  # fmt: skip
+        self.last_run_failed = False
+        return output_chunk(hand_back_note(job, self.block_timeout or 0.0, fresh_shell=fresh))
+
+    def _replace_quietly(self, language: Language, session: Kernel) -> None:
+        with contextlib.suppress(ComputerError):  # closed: its kernels go anyway
+            self._replace(language, expected=session)
 
     def _fault(
         self,
@@ -401,22 +463,10 @@ class Computer:
         fault: TimedOut | KernelDied | InterruptIgnored,
     ) -> str:
         """Say what went wrong; replace the kernel when it is gone or wedged."""
-        if isinstance(fault, TimedOut):
-            return f"\nTimed out after {fault.seconds:g} s; interrupting the code.\n"
-        if self._closed:
-            return f"\nThe {language.name} kernel was shut down: the computer was closed.\n"
-        with contextlib.suppress(ComputerError):  # closed meanwhile: nothing to replace
-            self._replace(language, expected=session)
+        if not isinstance(fault, TimedOut) and not self._closed:
+            self._replace_quietly(language, session)  # closed meanwhile: nothing to replace
         lost = lost_words(self.state, language.name)
-        if isinstance(fault, KernelDied):
-            return (
-                f"\nThe {language.name} kernel died: {fault.describe()}. A fresh one is "
-                f"starting for the next run; {lost}.\n"
-            )
-        return (
-            f"\nThe code did not stop within {fault.seconds:g} s of the interrupt, so the "
-            f"{language.name} kernel was restarted; {lost}.\n"
-        )
+        return fault_note(fault, language.name, closed=self._closed, lost=lost)
 
     def _session(self, language: Language, *, connect: bool = True) -> Kernel:
         assert language.kernel is not None
@@ -473,7 +523,7 @@ class Computer:
             self._runtime_dir = default_runtime_dir()
             self._finalizer.detach()
             self._finalizer = weakref.finalize(
-                self, _shutdown_all, self._sessions, self._runtime_dir
+                self, shutdown_all, self._sessions, self._runtime_dir
             )
         restore = language.name not in self._fresh
         self._fresh.discard(language.name)
@@ -483,47 +533,17 @@ class Computer:
             cwd=self.cwd,
             sandbox=self.sandbox,
             **kernel_options(self.state, language.name, restore=restore),
+            network=self._shared_network(),
         )
 
-
-class _Ends:
-    """The first and last few KB of a run's output, in bounded memory."""
-
-    SIZE: Final = 8192
-
-    def __init__(self) -> None:
-        self.head = ""
-        self.tail = ""
-        self.open_line = False
-
-    def add(self, text: str) -> None:
-        if not text:
-            return
-        self.open_line = not text.endswith("\n")
-        if len(self.head) < self.SIZE:
-            self.head += text[: self.SIZE - len(self.head)]
-        self.tail = (self.tail + text[-self.SIZE :])[-self.SIZE :]
-
-    def text(self) -> str:
-        return self.head + "\n" + self.tail
+    def _shared_network(self) -> SharedNetwork | None:
+        """The network namespace the kernels share (bubblewrap, no network), made once."""
+        if self.sandbox.network or not self.sandbox.enabled:
+            return None
+        if self._network is None:
+            self._network = SharedNetwork.find()
+        return self._network
 
 
 def _missing(language: Language) -> bool:
     return language.requires is not None and host_which(language.requires) is None
-
-
-def _shutdown_all(sessions: dict[str, Kernel], runtime_dir: Path | None) -> None:
-    """Shut kernels down in parallel (each may wait a moment for a clean exit)."""
-    threads = []
-    for session in list(sessions.values()):
-        thread = threading.Thread(target=session.shutdown, daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # interpreter shutdown: no new threads, so one at a time
-            session.shutdown()
-            continue
-        threads.append(thread)
-    for thread in threads:
-        thread.join()
-    if runtime_dir is not None:
-        release_runtime_dir(runtime_dir)

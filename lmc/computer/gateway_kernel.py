@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from lmc.computer.gateway import GatewayClient, GatewayConfig, require_websockets
-from lmc.computer.kernel_events import InterruptIgnored, KernelDied, KernelEvent
+from lmc.computer.kernel_events import InterruptIgnored, KernelDied, KernelEvent, TimedOut
 from lmc.computer.kernelspecs import kernels_dir
 from lmc.computer.run_watch import RunWatch
 from lmc.computer.sandbox import SandboxPolicy
@@ -316,13 +316,15 @@ class GatewayKernel(BackgroundStart):
 
     # -- running code -----------------------------------------------------------------------
 
-    def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]:
+    def execute(
+        self, code: str, *, timeout: float | None = None, hand_back: bool = False
+    ) -> Iterator[KernelEvent]:
         """Run ``code``; yield its IOPub messages and fault events until it is done."""
         self.wait_ready()
         with self._one_request:
-            yield from self._execute(code, timeout)
+            yield from self._execute(code, timeout, hand_back)
 
-    def _execute(self, code: str, timeout: float | None) -> Iterator[KernelEvent]:
+    def _execute(self, code: str, timeout: float | None, hand_back: bool) -> Iterator[KernelEvent]:
         if self._died is not None:
             yield KernelDied(None, reason=self._died)
             return
@@ -348,7 +350,9 @@ class GatewayKernel(BackgroundStart):
                 if run.finished():
                     break
                 fault = run.expired(self._interrupted_at)
-                if fault is not None:
+                if isinstance(fault, TimedOut) and hand_back:
+                    yield TimedOut(fault.seconds, handed_back=True)  # the run goes on
+                elif fault is not None:
                     yield fault
                     if isinstance(fault, InterruptIgnored):
                         return

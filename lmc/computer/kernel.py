@@ -49,6 +49,7 @@ from lmc.computer.kernelspecs import KernelSpec
 from lmc.computer.run_watch import IDLE_AFTER_REPLY, INTERRUPT_GRACE, RunWatch
 from lmc.computer.runtime import default_runtime_dir
 from lmc.computer.sandbox import SandboxLaunch, SandboxPolicy
+from lmc.computer.sandbox.shared_net import SharedNetwork
 from lmc.computer.starting import BackgroundStart
 from lmc.errors import ComputerError
 
@@ -89,11 +90,13 @@ class KernelSession(BackgroundStart):
         start_timeout: float = START_TIMEOUT,
         sandbox: SandboxPolicy | None = None,
         shared: tuple[Path, ...] = (),
+        network: SharedNetwork | None = None,
     ) -> None:
         """``shared``: folders bound writable into the sandbox besides the kernel's own
         (its state folder, :mod:`lmc.computer.state`)."""
         super().__init__()
         self._shared = shared
+        self._network = network  # the session's shared network namespace (sandboxed)
         self.spec = spec
         self.sandbox = sandbox if sandbox is not None and sandbox.enabled else None
         self._runtime_dir = runtime_dir
@@ -311,6 +314,7 @@ class KernelSession(BackgroundStart):
             sandbox=self.sandbox,
             private_root=self._runtime_dir.parent,
             shared=self._shared,
+            join_network=self._network.join_prefix() if self._network is not None else (),
         )
         if self.sandbox is not None:
             self._sandbox_launch = plan
@@ -371,11 +375,16 @@ class KernelSession(BackgroundStart):
 
     # -- running code -----------------------------------------------------------------------
 
-    def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]:
+    def execute(
+        self, code: str, *, timeout: float | None = None, hand_back: bool = False
+    ) -> Iterator[KernelEvent]:
         """Run ``code``; yield its IOPub messages and fault events until it is done.
 
         Ends after the execute reply and the kernel's idle status for this request, or right
-        after a fault event. If the consumer stops early, the code is interrupted.
+        after a fault event. If the consumer stops early, the code is interrupted. With
+        ``hand_back`` the time limit does not interrupt the code: :class:`TimedOut` (marked
+        ``handed_back``) is yielded and the run goes on, for the consumer to keep as a job,
+        possibly on another thread.
         """
         self.wait_ready()
         me = threading.get_ident()
@@ -389,7 +398,7 @@ class KernelSession(BackgroundStart):
             self._executing = me
             self._ran = True
         try:
-            yield from self._execute(code, timeout)
+            yield from self._execute(code, timeout, hand_back)
         finally:
             with self._idle:
                 self._executing = None
@@ -398,7 +407,7 @@ class KernelSession(BackgroundStart):
             if closed:  # shut down during the run: the sockets were left to this run
                 self._release()
 
-    def _execute(self, code: str, timeout: float | None) -> Iterator[KernelEvent]:
+    def _execute(self, code: str, timeout: float | None, hand_back: bool) -> Iterator[KernelEvent]:
         channels = self._open_channels()
         msg_id = channels.client.execute(
             code, silent=False, store_history=True, allow_stdin=False, stop_on_error=False
@@ -419,7 +428,9 @@ class KernelSession(BackgroundStart):
                     yield KernelDied(self._wait_exit())
                     return
                 fault = run.expired(self._interrupted_at)
-                if fault is not None:
+                if isinstance(fault, TimedOut) and hand_back:
+                    yield TimedOut(fault.seconds, handed_back=True)  # the run goes on
+                elif fault is not None:
                     yield fault
                     if isinstance(fault, InterruptIgnored):
                         return

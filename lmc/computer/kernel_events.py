@@ -39,9 +39,11 @@ class KernelDied:
 
 @dataclass(frozen=True)
 class TimedOut:
-    """The run hit its time limit; the kernel has been interrupted."""
+    """The run hit its time limit; the kernel has been interrupted, unless the run was
+    started with ``hand_back`` (then it goes on, for the consumer to keep as a job)."""
 
     seconds: float
+    handed_back: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,4 +116,6 @@ class Kernel(Protocol):
 
     def shutdown(self) -> None: ...
 
-    def execute(self, code: str, *, timeout: float | None = None) -> Iterator[KernelEvent]: ...
+    def execute(
+        self, code: str, *, timeout: float | None = None, hand_back: bool = False
+    ) -> Iterator[KernelEvent]: ...

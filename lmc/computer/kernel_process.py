@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
@@ -30,14 +30,41 @@ from lmc.paths import host_which
 __all__ = [
     "KERNEL_ENV",
     "child_groups",
+    "editor_env",
     "kill_group",
     "launch_plan",
     "start_process",
     "write_connection",
 ]
 
-#: Environment every kernel gets: no pager waiting for a keypress that never comes.
-KERNEL_ENV: Final = {"PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
+#: Environment every kernel gets, local or on a gateway: nothing waits for a person who is
+#: not there. No pager waits for a keypress, git asks for no password (it fails with a message
+#: instead), apt/debconf and pip ask nothing, ssh never prompts (BatchMode). The editor
+#: fails at once (a local kernel's says why: :data:`EDITOR_ENV`); the person's own ``EDITOR``
+#: is never passed in.
+KERNEL_ENV: Final = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "MANPAGER": "cat",
+    "SYSTEMD_PAGER": "cat",
+    "EDITOR": "false",
+    "VISUAL": "false",
+    "GIT_EDITOR": "false",
+    "GIT_SEQUENCE_EDITOR": "false",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_SSH_COMMAND": "ssh -o BatchMode=yes",
+    "GCM_INTERACTIVE": "never",
+    "DEBIAN_FRONTEND": "noninteractive",
+    "PIP_NO_INPUT": "1",
+}
+
+
+def editor_env() -> dict[str, str]:
+    """A local kernel's editor: ``kernels/lmc_wrapper/no_editor`` tells the code that an
+    editor was wanted and how to do without, and fails."""
+    script = str(kernels_dir() / "lmc_wrapper" / "no_editor")
+    names = ("EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR")
+    return dict.fromkeys(names, script)
 
 
 #: The channels of a connection file, numbered as jupyter_client numbers ipc sockets in a
@@ -79,9 +106,10 @@ def launch_plan(
     sandbox: SandboxPolicy | None,
     private_root: Path,
     shared: tuple[Path, ...] = (),
+    join_network: Sequence[str] = (),
 ) -> tuple[SandboxLaunch, Path | None]:
     """How to start ``spec``'s kernel: its launch (argv, environment, descriptors) and folder."""
-    kernel_env = {**KERNEL_ENV, **spec.env, **env}
+    kernel_env = {**KERNEL_ENV, **editor_env(), **spec.env, **env}
     command = spec.command(str(connection_file))
     if sandbox is None:
         return SandboxLaunch(_dying_with_lmc(command), {**os.environ, **kernel_env}), cwd
@@ -107,6 +135,7 @@ def launch_plan(
         readable=needed,
         cwd=cwd,
         private_root=private_root,
+        join_network=join_network,
     )
     return plan, cwd
 

@@ -15,7 +15,14 @@ import re
 from collections import deque
 from typing import Final
 
-__all__ = ["DEFAULT_OUTPUT_LIMIT", "BoundedOutput", "TextCleaner", "bound_output", "clean_text"]
+__all__ = [
+    "DEFAULT_OUTPUT_LIMIT",
+    "BoundedOutput",
+    "OutputEnds",
+    "TextCleaner",
+    "bound_output",
+    "clean_text",
+]
 
 #: Characters of a run's output kept for the model by default (head and tail together).
 DEFAULT_OUTPUT_LIMIT: Final = 20_000
@@ -187,3 +194,25 @@ def bound_output(text: str, limit: int = DEFAULT_OUTPUT_LIMIT) -> str:
     bounded = BoundedOutput(limit)
     bounded.add(text)
     return bounded.text()
+
+
+class OutputEnds:
+    """The first and last few KB of a run's output, in bounded memory."""
+
+    SIZE: Final = 8192
+
+    def __init__(self) -> None:
+        self.head = ""
+        self.tail = ""
+        self.open_line = False
+
+    def add(self, text: str) -> None:
+        if not text:
+            return
+        self.open_line = not text.endswith("\n")
+        if len(self.head) < self.SIZE:
+            self.head += text[: self.SIZE - len(self.head)]
+        self.tail = (self.tail + text[-self.SIZE :])[-self.SIZE :]
+
+    def text(self) -> str:
+        return self.head + "\n" + self.tail

@@ -18,12 +18,22 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from lmc.errors import ComputerError
 
-__all__ = ["default_runtime_dir", "release_runtime_dir", "remove_stale_sessions", "runtime_root"]
+if TYPE_CHECKING:
+    from lmc.computer.kernel_events import Kernel
+
+__all__ = [
+    "default_runtime_dir",
+    "release_runtime_dir",
+    "remove_stale_sessions",
+    "runtime_root",
+    "shutdown_all",
+]
 
 #: Longest Unix socket path (sun_path holds 108 bytes on Linux, 104 on macOS), with a margin.
 _SOCKET_PATH_MAX: Final = 100
@@ -137,3 +147,20 @@ def release_runtime_dir(session: Path) -> None:
         os.close(fd)
     with contextlib.suppress(OSError):  # not empty: another session lives on
         session.parent.rmdir()
+
+
+def shutdown_all(sessions: Mapping[str, Kernel], runtime_dir: Path | None) -> None:
+    """Shut kernels down in parallel (each may wait a moment for a clean exit)."""
+    threads = []
+    for session in list(sessions.values()):
+        thread = threading.Thread(target=session.shutdown, daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutdown: no new threads, so one at a time
+            session.shutdown()
+            continue
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+    if runtime_dir is not None:
+        release_runtime_dir(runtime_dir)

@@ -55,6 +55,10 @@ _FUNCTIONS = "functions."
 #: gpt-oss's built-in browser functions, shown as tool calls under their own name.
 BROWSER_CALLS = frozenset({"browser.search", "browser.open", "browser.find"})
 
+#: lmc's own functions that are not code (lmc.agent.job_tool), shown as tool calls of
+#: format ``lmc.NAME``, as if lmc were one more tool server.
+LMC_FUNCTIONS = frozenset({"functions.jobs"})
+
 #: Between the server's and the tool's name in an MCP tool's function name.
 TOOL_SEPARATOR = "__"
 #: gpt-oss's apply_patch tool (lmc.agent.patch_tool): its calls show as tool_call chunks of
@@ -89,6 +93,8 @@ def tool_call_format(recipient: str | None) -> str | None:
         return name
     if name in (APPLY_PATCH, _FUNCTIONS + APPLY_PATCH):  # models drop the namespace at times
         return APPLY_PATCH
+    if name in LMC_FUNCTIONS:
+        return "lmc." + name.removeprefix(_FUNCTIONS)
     if not name.startswith(_FUNCTIONS):
         return None
     server, separator, tool = name[len(_FUNCTIONS) :].partition(TOOL_SEPARATOR)

@@ -1,12 +1,14 @@
 """``lmc mcp serve``: lmc as an MCP server on stdio, so other agents run code in its kernels.
 
-Two tools: ``run_code(language, code)`` runs code in a stateful kernel of that language and
+Three tools: ``run_code(language, code)`` runs code in a stateful kernel of that language and
 returns its output (text, and images as image content), shortened to its beginning and end
 past :data:`OUTPUT_LIMIT` characters as the terminal's model sees it (with a note saying so);
 ``languages`` says which languages run here (only those that do: no AppleScript off macOS, no
 language whose program is missing). A run that failed (the code raised, its kernel could not
 start, died or timed out) comes back with ``isError: true`` and its output; a failure of lmc's
-own as ``isError: true`` with one line.
+own as ``isError: true`` with one line. ``jobs(action, job, wait)`` lists, polls and stops the
+runs that went past ``block_timeout`` and were handed back as jobs
+(:mod:`lmc.computer.job_calls`).
 
 A stdio server serves exactly one client session, so the session's kernels are the
 process's kernels: state is kept between calls of one client and never shared with another.
@@ -18,6 +20,7 @@ Only ``lmc mcp serve`` imports this module, so it imports the SDK at once.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,6 +37,7 @@ from mcp.types import (
     Tool,
 )
 
+from lmc.computer.job_calls import JOBS_DESCRIPTION, JOBS_PARAMETERS
 from lmc.paths import host_which
 
 if TYPE_CHECKING:
@@ -96,6 +100,16 @@ class _Kernels:
         if len(text) > OUTPUT_LIMIT:
             shown += f"\n[output shortened: {len(text):,} characters in all]\n"
         return CallToolResult(content=[TextContent(text=shown), *content], is_error=failed)
+
+    def jobs(self, arguments: dict[str, Any]) -> CallToolResult:
+        from lmc.computer.job_calls import answer_job_call, job_arguments
+
+        try:
+            checked = job_arguments(json.dumps(arguments))
+        except ValueError as exc:
+            return _error(str(exc))
+        table = getattr(self._computer, "jobs", None)
+        return CallToolResult(content=[TextContent(text=answer_job_call(table, checked))])
 
     def interrupt(self) -> None:
         if self._computer is not None:
@@ -169,6 +183,11 @@ def _tools() -> list[Tool]:
             },
         ),
         Tool(
+            name="jobs",
+            description=JOBS_DESCRIPTION,
+            input_schema=dict(JOBS_PARAMETERS),
+        ),
+        Tool(
             name="languages",
             description="The languages run_code runs on this computer, one a line.",
             input_schema={"type": "object", "properties": {}},
@@ -192,8 +211,10 @@ def build_server(make_computer: Callable[[], _Runs]) -> tuple[Server[Any], _Kern
         arguments = params.arguments or {}
         if params.name == "languages":
             return CallToolResult(content=[TextContent(text=_languages_text())])
+        if params.name == "jobs":
+            return await anyio.to_thread.run_sync(kernels.jobs, arguments, abandon_on_cancel=True)
         if params.name != "run_code":
-            return _error(f"lmc has no tool {params.name!r}; it has run_code and languages.")
+            return _error(f"lmc has no tool {params.name!r}; it has run_code, jobs and languages.")
         language, code = arguments.get("language"), arguments.get("code")
         if not isinstance(language, str) or not isinstance(code, str):
             return _error('run_code needs {"language": "...", "code": "..."}, both strings.')

@@ -1,5 +1,6 @@
 """The chat's %commands: %reset, %undo, %diff, %checkpoints, %compact, %save, %load, %tokens,
-%verbose, %auto_run, %approvals, %reasoning, %export, %sandbox, %network, %mcp, %help.
+%verbose, %auto_run, %approvals, %reasoning, %export, %sandbox, %network, %mcp, %jobs, %stop,
+%help.
 
 Each command is a small function of the chat's state; unknown commands show the help. A switch
 typed alone shows its state in the words it takes (``network: off``) and changes nothing; a
@@ -38,6 +39,8 @@ HELP = """\
 %sandbox [off|workspace|read-only]  how code is contained (restarts the kernels)
 %network [on|off]      network for sandboxed code (restarts the kernels)
 %mcp [read|attach|prompt ...]  the MCP servers' tools, resources and prompts (%mcp help)
+%jobs                  blocks still running in the background (after block_timeout)
+%stop N                stop job N (an interrupt, then its kernel is freed)
 A switch given alone (%network, %verbose, ...) shows its state and changes nothing.
 %help                  this help
 Esc-Enter: new line · Ctrl-C: stop the model or the code · Ctrl-D: quit"""
@@ -271,6 +274,32 @@ def _mcp(state: ChatState, args: list[str]) -> None:
     state.say(browse(getattr(state.interpreter, "tools", None), args, state.attachments))
 
 
+def _job_table(state: ChatState) -> Any:
+    return getattr(state.interpreter.computer, "jobs", None)
+
+
+def _jobs(state: ChatState, args: list[str]) -> None:
+    from lmc.computer.jobs import describe
+
+    jobs = _job_table(state)
+    listed = [] if jobs is None else jobs.list()
+    if not listed:
+        state.say("no jobs: blocks that run past block_timeout go on here as jobs")
+        return
+    state.say("\n".join(describe(job) for job in listed))
+
+
+def _stop(state: ChatState, args: list[str]) -> None:
+    jobs = _job_table(state)
+    job = None
+    if len(args) == 1 and args[0].isdigit() and jobs is not None:
+        job = jobs.get(int(args[0]))
+    if job is None:
+        state.say("usage: %stop N, where N is a job %jobs lists")
+        return
+    state.say(job.stop())
+
+
 def _help(state: ChatState, args: list[str]) -> None:
     state.say(HELP)
 
@@ -292,6 +321,8 @@ _COMMANDS: dict[str, Callable[[ChatState, list[str]], None]] = {
     "sandbox": _sandbox,
     "network": _network,
     "mcp": _mcp,
+    "jobs": _jobs,
+    "stop": _stop,
     "help": _help,
 }
 

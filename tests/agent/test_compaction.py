@@ -132,10 +132,14 @@ def test_a_conversation_ten_times_the_context_completes(
 def test_one_long_turn_folds_its_older_steps(
     server: str, tmp_path: Path, computer: Computer
 ) -> None:
-    call = "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>" + json.dumps(
-        {"code": "printf 'step %.0s' $(seq 500)"}
-    )
-    Server.script = [call] * 12 + [final("all twelve done")]
+    # Each step's code differs (its comment): twelve identical ones would be a loop, which the
+    # loop guard ends at the fourth (lmc.agent.loop_guard).
+    calls = [
+        "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>"
+        + json.dumps({"code": f"printf 'step %.0s' $(seq 500)  # step {n}"})
+        for n in range(12)
+    ]
+    Server.script = [*calls, final("all twelve done")]
     interpreter = make(server, tmp_path, computer)
     new = interpreter.chat("do twelve steps", display=False)
     assert new[-1]["content"] == "all twelve done"
@@ -164,10 +168,14 @@ def test_compact_on_demand(server: str, tmp_path: Path, computer: Computer) -> N
 def test_without_compaction_a_step_is_never_sent_without_the_answers_room(
     server: str, tmp_path: Path, computer: Computer
 ) -> None:
-    call = "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>" + json.dumps(
-        {"code": "printf 'step %.0s' $(seq 500)"}
-    )
-    Server.script = [call] * 12 + [final("never")]
+    # Each step's code differs (its comment): twelve identical ones would be a loop, which the
+    # loop guard ends at the fourth (lmc.agent.loop_guard).
+    calls = [
+        "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>"
+        + json.dumps({"code": f"printf 'step %.0s' $(seq 500)  # step {n}"})
+        for n in range(12)
+    ]
+    Server.script = [*calls, final("never")]
     interpreter = make(server, tmp_path, computer, compaction=False)
     new = interpreter.chat("do twelve steps", display=False)
     assert all(estimate(p) + RESERVE <= CONTEXT for p in Server.prompts)

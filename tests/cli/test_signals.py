@@ -34,10 +34,23 @@ def _shell_call(script: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"]
+    ("signum", "started_ignoring_int"),
+    [
+        (signal.SIGTERM, False),
+        (signal.SIGHUP, False),
+        (signal.SIGINT, False),
+        # `lmc run ... &` in a script: the shell starts it with SIGINT ignored.
+        (signal.SIGINT, True),
+    ],
+    ids=["TERM", "HUP", "INT", "INT-started-ignored"],
 )
 def test_a_signal_ends_the_kernels_children_and_files_and_keeps_the_conversation(
-    signum: int, lmc_env: dict[str, str], tiny_model: Path, tmp_path: Path, short_tmpdir: Path
+    signum: int,
+    started_ignoring_int: bool,
+    lmc_env: dict[str, str],
+    tiny_model: Path,
+    tmp_path: Path,
+    short_tmpdir: Path,
 ) -> None:
     background = ("sleep", unique_seconds(1000))
     foreground = ("sleep", unique_seconds(999))
@@ -48,6 +61,8 @@ def test_a_signal_ends_the_kernels_children_and_files_and_keeps_the_conversation
     )
     env = {**os.environ, **lmc_env, "PYTHONPATH": str(ROOT), "TMPDIR": str(short_tmpdir)}
     command = [sys.executable, "-m", "lmc", "run", "--json", "-y", "-m", str(tiny_model)]
+    if started_ignoring_int:
+        command = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *command]
     child = subprocess.Popen(
         [*command, "--replay", str(replay), "sleep in the background"],
         stdout=subprocess.PIPE,

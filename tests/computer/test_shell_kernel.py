@@ -167,6 +167,11 @@ def test_background_jobs_survive_an_interrupt(shell: KernelDriver) -> None:
 def test_stdin_is_at_end_of_file(shell: KernelDriver) -> None:
     run = shell.run("read line; echo read=$?\ncat\nhead -c 10\necho done", timeout=5)
     assert run.text() == "read=1\ndone\n"
+    # `read` says why it got nothing (on stderr), as lmc says for Python's input().
+    assert "asked for keyboard input (read)" in run.text("stderr")
+    piped = shell.run("echo y | { read a; echo got=$a; }; read -u 0 b < /dev/null; echo $?")
+    assert piped.text() == "got=y\n1\n"
+    assert piped.text("stderr") == ""
 
 
 def test_undecodable_bytes_are_replaced(shell: KernelDriver) -> None:

@@ -61,7 +61,7 @@ def test_python_keeps_its_state_between_calls_and_shell_runs(tmp_path: Path) -> 
             ("languages", {}),
         ],
     )
-    assert [tool.name for tool in tools.tools] == ["run_code", "languages"]
+    assert [tool.name for tool in tools.tools] == ["run_code", "jobs", "languages"]
     run_code = tools.tools[0]
     assert run_code.input_schema["required"] == ["language", "code"]
     first, second, shell, languages = results
@@ -135,3 +135,28 @@ def test_a_kernel_that_cannot_start_is_an_error(tmp_path: Path) -> None:
     _, _, (result,) = _run(tmp_path, [("run_code", {"language": "python", "code": "1"})])
     assert result.is_error
     assert "could not run the python kernel" in _text(result)
+
+
+def test_a_long_run_is_handed_back_as_a_job_the_client_polls_and_stops(tmp_path: Path) -> None:
+    """block_timeout from the config (1 s): a real sleep goes on as job 1."""
+    from support.processes import unique_seconds, wait_until_gone
+
+    sleep = ("sleep", unique_seconds(1000))
+    (tmp_path / "config.in").write_text("block_timeout = 1\n")
+    _, _, (ran, polled, stopped, unknown, bad) = _run(
+        tmp_path,
+        [
+            ("run_code", {"language": "shell", "code": "echo started; " + " ".join(sleep)}),
+            ("jobs", {"action": "poll", "job": 1}),
+            ("jobs", {"action": "stop", "job": 1}),
+            ("jobs", {"action": "poll", "job": 2}),
+            ("jobs", {"action": "explode"}),
+        ],
+    )
+    assert not ran.is_error
+    assert "goes on in the background as job 1" in _text(ran)
+    assert _text(polled).startswith("job 1 is still running")
+    assert _text(stopped).startswith("job 1 stopped")
+    assert _text(unknown) == "There is no job 2 (jobs: 1).\n"
+    assert bad.is_error and '"action" must be' in _text(bad)
+    assert wait_until_gone(*sleep)

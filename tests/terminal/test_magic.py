@@ -96,3 +96,27 @@ def test_unknown_and_help(state: tuple[ChatState, list[str]]) -> None:
     assert said[-1] == HELP
     run_magic("%", chat)
     assert said[-1] == HELP
+
+
+def test_jobs_and_stop(state: tuple[ChatState, list[str]]) -> None:
+    """A block handed back (a real ``sleep``, block_timeout 1 s) is listed and stopped."""
+    from support.processes import unique_seconds, wait_until_gone
+
+    chat, said = state
+    run_magic("%jobs", chat)
+    assert said[-1].startswith("no jobs")
+    run_magic("%stop 1", chat)
+    assert said[-1].startswith("usage: %stop N")
+    computer = chat.interpreter.computer
+    computer.block_timeout = 1.0
+    sleep = ("sleep", unique_seconds(1000))
+    for _ in computer.run("shell", "echo 'hi\x1b[2J'; " + " ".join(sleep)):
+        pass
+    run_magic("%jobs", chat)
+    assert said[-1].startswith("1  running")
+    assert "sleep" in said[-1] and "\x1b" not in said[-1]
+    run_magic("%stop 1", chat)
+    assert said[-1] == "job 1 stopped (interrupted)"
+    assert wait_until_gone(*sleep)
+    run_magic("%jobs", chat)
+    assert said[-1].startswith("1  stopped")

@@ -132,9 +132,12 @@ def prepare_launch(
     readable: Sequence[Path] = (),
     cwd: Path | None = None,
     private_root: Path | None = None,
+    join_network: Sequence[str] = (),
 ) -> SandboxLaunch:
     """The sandboxed start of ``argv``: command line, filtered environment, seccomp
-    descriptor and limits (unchanged argv and environment when the policy is off)."""
+    descriptor and limits (unchanged argv and environment when the policy is off).
+    ``join_network`` (a :class:`~.shared_net.SharedNetwork`'s prefix) starts it in the
+    session's shared network namespace when the policy has no network."""
     if not policy.enabled:
         return SandboxLaunch(list(argv), {**env, **(kernel_env or {})})
     from lmc.computer.sandbox.env import sandbox_env
@@ -150,6 +153,7 @@ def prepare_launch(
     from lmc.computer.sandbox.bubblewrap import bwrap_command
     from lmc.computer.sandbox.seccomp import seccomp_fd
 
+    join = list(join_network) if not policy.network else []
     fd = seccomp_fd()
     command = bwrap_command(
         tool.path,
@@ -160,7 +164,9 @@ def prepare_launch(
         cwd=cwd,
         private_root=private_root,
         seccomp_fd=fd,
+        own_network=not join,
     )
+    command = [*join, *command]
     fds = [] if fd is None else [fd]
     limits = KernelLimits(find_backend(), policy.limits)
     try:

@@ -96,17 +96,20 @@ def bwrap_command(
     cwd: Path | None = None,
     private_root: Path | None = None,
     seccomp_fd: int | None = None,
+    own_network: bool = True,
 ) -> list[str]:
     """The argv that runs ``argv`` inside bubblewrap under ``policy``.
 
     ``shared`` are directories bound writable at the same path (the kernel's sockets);
     ``readable`` are what the kernel needs to read (its interpreter, its spec);
     ``private_root`` is the folder of every lmc session's kernels (covered, ``shared``
-    bound back); ``seccomp_fd`` a descriptor holding the filter (inherited by bwrap).
+    bound back); ``seccomp_fd`` a descriptor holding the filter (inherited by bwrap);
+    ``own_network=False``: no network namespace of its own (it is started inside the
+    session's shared one, :mod:`.shared_net`).
     """
     command = [*signal_prefix(), bwrap, *_BASE, *_identity(), *_PROC_MASKS]
     command += _private_tmp(policy) + _run(policy)
-    if not policy.network:
+    if not policy.network and own_network:
         command.append("--unshare-net")
     command += mounts(policy, shared=shared, readable=readable, private_root=private_root)
     start = (cwd or policy.workdir).resolve()

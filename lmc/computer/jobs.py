@@ -1,0 +1,270 @@
+"""Blocks handed back after their time limit: background jobs the model can poll and stop.
+
+When a block runs past ``block_timeout`` its run is not lost: :class:`~lmc.computer.Computer`
+hands the rest of the run (the chunk stream, still coming from the kernel) to a :class:`Job`,
+whose thread keeps reading it into a bounded buffer, and the turn goes on. The model polls the
+job (new output since the last poll, and whether it is still running) or stops it; the person
+lists and stops them with ``%jobs`` and ``%stop N``; :meth:`JobTable.stop_all` ends them all
+when the computer closes.
+
+How a job is stopped is the computer's business (it knows the kernel): a :class:`Job` is given
+``interrupt`` (ask the code to stop) and ``kill`` (free the kernel for good) and tries them in
+that order, with a grace in between, and says which one it took.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from lmc.messages import Chunk
+
+__all__ = [
+    "MAX_JOBS",
+    "STOP_GRACE",
+    "Job",
+    "JobTable",
+    "Poll",
+    "describe",
+    "hand_back_note",
+]
+
+#: Jobs that may run at once; past this a block that runs too long is interrupted instead.
+MAX_JOBS: Final = 8
+#: Seconds a job gets to end after its interrupt before the kernel it holds is freed for good.
+#: The wrapper kernels escalate SIGINT to SIGTERM and SIGKILL of the code's processes within
+#: two seconds; lmc's own kernel watch restarts a kernel that ignores an interrupt after 3 s.
+STOP_GRACE: Final = 4.0
+#: Characters of a job's output kept for the next poll (the oldest go first).
+BUFFER_LIMIT: Final = 64_000
+
+
+@dataclass(frozen=True)
+class Poll:
+    """What a poll found: the output since the last one, and where the job stands."""
+
+    output: str
+    state: str  # "running", "finished" or "stopped"
+    dropped: int  # characters lost because nobody polled while the buffer was full
+
+
+class Job:
+    """One handed-back run: its rest streams into a buffer on a thread of its own."""
+
+    def __init__(
+        self,
+        number: int,
+        language: str,
+        code: str,
+        rest: Iterator[Chunk],
+        *,
+        interrupt: Callable[[], None],
+        kill: Callable[[], None],
+        on_end: Callable[[], None] = lambda: None,
+        holds: object = None,
+    ) -> None:
+        self.id = number
+        #: What the job keeps busy (its kernel), for the computer to tell.
+        self.holds = holds
+        self.language = language
+        self.code = code
+        self.started_at = time.monotonic()
+        self._rest = rest
+        self._interrupt = interrupt
+        self._kill = kill
+        self._on_end = on_end
+        self._lock = threading.Lock()
+        self._unread = ""
+        self._dropped = 0
+        self._last_line = ""
+        self._stopped = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._pump, name=f"lmc-job-{number}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def command(self) -> str:
+        """The block's first non-empty line, to name the job by."""
+        lines = [line.strip() for line in self.code.splitlines() if line.strip()]
+        return lines[0] if lines else ""
+
+    @property
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    @property
+    def state(self) -> str:
+        if self.running:
+            return "running"
+        return "stopped" if self._stopped else "finished"
+
+    @property
+    def age(self) -> float:
+        return time.monotonic() - self.started_at
+
+    @property
+    def last_line(self) -> str:
+        with self._lock:
+            return self._last_line
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the job's run is over; whether it is."""
+        return self._done.wait(timeout)
+
+    def poll(self) -> Poll:
+        """The output since the last poll (or the hand-back), and the job's state."""
+        state = self.state  # read first: output that came before the end is all there
+        with self._lock:
+            output, self._unread = self._unread, ""
+            dropped, self._dropped = self._dropped, 0
+        return Poll(output, state, dropped)
+
+    def stop(self, grace: float = STOP_GRACE) -> str:
+        """Stop the job: an interrupt, then (after ``grace``) the kernel is freed for good.
+        Returns what happened, in words."""
+        if not self.running:
+            return f"job {self.id} had already {self.state}"
+        self._stopped = True
+        self._interrupt()
+        if self._done.wait(grace):
+            return f"job {self.id} stopped (interrupted)"
+        self._kill()
+        if self._done.wait(grace):
+            return (
+                f"job {self.id} did not stop within {grace:g} s of the interrupt, so its "
+                f"{self.language} kernel was ended (SIGKILL)"
+            )
+        return f"job {self.id} could not be stopped"
+
+    def kill(self) -> None:
+        """End the job at once, without an interrupt first (lmc is closing)."""
+        if self.running:
+            self._stopped = True
+            self._kill()
+
+    def _pump(self) -> None:
+        try:
+            for chunk in self._rest:
+                if chunk["type"] == "console" and chunk.get("format") == "output":
+                    self._add(str(chunk.get("content") or ""))
+        except Exception as exc:  # the kernel went away under it: said, not raised
+            self._add(f"\n(job {self.id} ended: {exc})\n")
+        finally:
+            self._done.set()
+            self._on_end()
+
+    def _add(self, text: str) -> None:
+        if not text:
+            return
+        with self._lock:
+            self._unread += text
+            if len(self._unread) > BUFFER_LIMIT:
+                cut = len(self._unread) - BUFFER_LIMIT
+                self._dropped += cut
+                self._unread = self._unread[cut:]
+            lines = [line for line in text.splitlines() if line.strip()]
+            if lines:
+                self._last_line = lines[-1][:200]
+
+
+class JobTable:
+    """A computer's jobs by id (ids count up from 1 and are never reused)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[int, Job] = {}
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def full(self) -> bool:
+        return sum(job.running for job in self.list()) >= MAX_JOBS
+
+    def add(
+        self,
+        language: str,
+        code: str,
+        rest: Iterator[Chunk],
+        *,
+        interrupt: Callable[[], None],
+        kill: Callable[[], None],
+        on_end: Callable[[], None] = lambda: None,
+        holds: object = None,
+    ) -> Job:
+        """A new job for ``rest``, started."""
+        with self._lock:
+            number = self._next
+            self._next += 1
+            job = Job(
+                number,
+                language,
+                code,
+                rest,
+                interrupt=interrupt,
+                kill=kill,
+                on_end=on_end,
+                holds=holds,
+            )
+            self._jobs[number] = job
+        job.start()
+        return job
+
+    def get(self, number: int) -> Job | None:
+        with self._lock:
+            return self._jobs.get(number)
+
+    def list(self) -> list[Job]:
+        with self._lock:
+            return list(self._jobs.values())
+
+    def holding(self, key: Callable[[Job], bool]) -> Job | None:
+        """A running job ``key`` picks (the one that holds a given kernel)."""
+        return next((job for job in self.list() if job.running and key(job)), None)
+
+    def kill_all(self) -> None:
+        """End every running job at once (the computer closes)."""
+        for job in self.list():
+            job.kill()
+
+    def stop_all(self) -> None:
+        """Stop every running job, in parallel (each may wait its grace)."""
+        threads = [
+            threading.Thread(target=job.stop, name="lmc-job-stop", daemon=True)
+            for job in self.list()
+            if job.running
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+def describe(job: Job) -> str:
+    """One line about a job for ``%jobs`` and the jobs tool's list (what the code wrote is
+    shown with its control characters as ``?``: it goes to lmc's own terminal)."""
+    last = f" | {_printable(job.last_line)}" if job.last_line else ""
+    command = _printable(job.command[:60])
+    return f"{job.id}  {job.state:<8} {job.age:6.0f}s  {job.language}: {command}{last}"
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def hand_back_note(job: Job, seconds: float, *, fresh_shell: bool) -> str:
+    """What the model is told when its block becomes a job."""
+    fresh = (
+        " A fresh shell runs the next shell block (variables and `cd` of earlier shell blocks "
+        "are gone; the job keeps its own)."
+        if fresh_shell
+        else f" The {job.language} kernel is busy with it until it ends or is stopped."
+    )
+    return (
+        f"\nlmc: still running after {seconds:g} s, so it goes on in the background as job "
+        f"{job.id}; the output so far is above.{fresh} Use the jobs tool to see its new "
+        f'output ({{"action": "poll", "job": {job.id}}}) or stop it '
+        f'({{"action": "stop", "job": {job.id}}}).\n'
+    )

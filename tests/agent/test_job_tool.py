@@ -1,0 +1,139 @@
+"""The model's ``jobs`` function end to end: a dev server started in the foreground is handed
+back as a job after ``block_timeout``, the model polls it and stops it, and nothing is left.
+
+The model is the tiny model replaying gpt-oss's calls (real llama.cpp path); the server is a
+real ``python -m http.server`` in the real sandbox, found from outside by its command line.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.processes import pids_of, wait_until_gone
+from support.replay import write_replay
+
+from lmc.agent import Interpreter
+from lmc.agent.job_tool import JobTools
+from lmc.computer import Computer
+from lmc.messages import Chunk
+
+
+def _shell(code: str) -> str:
+    arguments = json.dumps({"code": code})
+    head = "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>"
+    return f"{head}{arguments}<|call|>"
+
+
+def _jobs(**arguments: Any) -> str:
+    text = json.dumps(arguments)
+    return f"<|channel|>commentary to=functions.jobs <|constrain|>json<|message|>{text}<|call|>"
+
+
+def _final(text: str) -> str:
+    return f"<|channel|>final<|message|>{text}<|return|>"
+
+
+@pytest.fixture
+def make(tiny_model: Path, tmp_path: Path) -> Iterator[Any]:
+    made: list[Interpreter] = []
+
+    def build(*completions: str, **settings: Any) -> Interpreter:
+        replay = write_replay(tmp_path / f"replay{len(made)}.txt", completions)
+        work = tmp_path / "work"
+        work.mkdir(exist_ok=True)
+        interpreter = Interpreter(
+            model=str(tiny_model),
+            replay=replay,
+            auto_run=True,
+            db_path=tmp_path / "c.db",
+            workdir=work,
+            **settings,
+        )
+        made.append(interpreter)
+        return interpreter
+
+    yield build
+    for interpreter in made:
+        interpreter.close()
+
+
+def _outputs(chunks: list[Chunk]) -> list[str]:
+    """The text of each console run, in order."""
+    runs: list[str] = []
+    for chunk in chunks:
+        if chunk.get("type") == "console" and chunk.get("start"):
+            runs.append("")
+        elif chunk.get("format") == "output":
+            runs[-1] += str(chunk.get("content") or "")
+    return runs
+
+
+def test_a_foreground_server_becomes_a_job_the_model_polls_and_stops(make: Any) -> None:
+    port = str(20000 + secrets.randbelow(30000))
+    server = (sys.executable, "-m", "http.server", port)
+    url = f"http://127.0.0.1:{port}/"
+    interpreter = make(
+        _shell(" ".join(server)),
+        _shell(
+            f"curl -s --retry 30 --retry-connrefused --retry-delay 1 {url} >/dev/null"
+            " && echo reached"
+        ),
+        _jobs(action="poll", job=1),
+        _jobs(action="list"),
+        _jobs(action="stop", job=1),
+        _jobs(action="poll", job=7),
+        _final("The server ran and is stopped."),
+        block_timeout=1,
+    )
+    chunks = list(interpreter.chat("start a dev server", stream=True, display=False))
+    calls = [c for c in chunks if c.get("type") == "tool_call" and c.get("format") == "lmc.jobs"]
+    assert calls, "the jobs calls show as tool calls of format lmc.jobs"
+    started, curled, polled, listed, stopped, unknown = _outputs(chunks)
+    assert "goes on in the background as job 1" in started
+    # The next shell block reaches the server over the session's loopback (network off).
+    assert curled == "reached\n"
+    assert polled.startswith("job 1 is still running")
+    assert "1  running" in listed and "http.server" in listed
+    assert stopped.startswith("job 1 stopped")
+    assert unknown.startswith("There is no job 7 (jobs: 1)")
+    assert wait_until_gone(*server)
+    assert not pids_of(*server)
+    # The model was told about the function.
+    assert interpreter.job_tools is not None
+    assert [d.name for d in interpreter.job_tools.descriptions()] == ["jobs"]
+
+
+def test_every_job_is_stopped_when_the_interpreter_closes(make: Any) -> None:
+    port = str(20000 + secrets.randbelow(30000))
+    server = (sys.executable, "-m", "http.server", port)
+    interpreter = make(_shell(" ".join(server)), _final("left running"), block_timeout=1)
+    list(interpreter.chat("start it", stream=True, display=False))
+    assert pids_of(*server)
+    interpreter.close()
+    assert wait_until_gone(*server)
+
+
+def test_no_jobs_function_without_a_block_timeout(make: Any) -> None:
+    assert make(_final("x"), block_timeout=0).job_tools is None
+
+
+def test_arguments_are_checked_in_one_line() -> None:
+    tools = JobTools(lambda: Computer(block_timeout=1).jobs)
+    call = tools.find("jobs")
+    assert call is not None and tools.find("shell") is None
+    for text, error in [
+        ("{", "not valid JSON"),
+        ('{"action": "kill", "job": 1}', '"action" must be'),
+        ('{"action": "stop"}', 'stop needs "job"'),
+        ('{"action": "poll", "job": 1, "wait": -1}', '"wait" must be'),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            tools.arguments(call, text)
+    assert tools.arguments(call, '{"job": "2"}') == {"action": "poll", "job": 2, "wait": 0.0}
+    assert tools.answer({"action": "list"}) == "There are no jobs.\n"
