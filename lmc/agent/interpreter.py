@@ -206,9 +206,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         self.browser_tools = browser_tools(
             s.browser, s.browser_url, s.browser_allow_private, self._count_tokens
         )
-        self._loop.tools = tool_set(
-            self.tools, self.patch_tool, self.browser_tools, self.job_tools
-        )
+        self._loop.tools = tool_set(self.tools, self.patch_tool, self.browser_tools, self.job_tools)
 
     # -- the pieces, created when first needed ------------------------------------------------
 
