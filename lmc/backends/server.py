@@ -49,7 +49,11 @@ def open_server_backend(config: BackendConfig) -> Backend:
     if answers is not None and found.config.api_base != config.api_base:
         answers.close()  # a shortcut's address: the early reading went elsewhere
         answers = None
-    apply_served(backend, found.config, answers)
+    try:
+        apply_served(backend, found.config, answers)
+    finally:
+        if answers is not None:
+            answers.close()  # already, unless the reading was skipped
     return backend
 
 
