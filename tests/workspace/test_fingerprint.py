@@ -73,6 +73,19 @@ def test_a_file_changed_just_now_is_not_trusted(tmp_path: Path) -> None:
     assert not taken(tmp_path).same_as(seen)
 
 
+def test_a_folder_changed_just_now_is_trusted(tmp_path: Path) -> None:
+    """A folder's own times only say its listing changed, and the listing is in the
+    fingerprint: folders made just now (no file in them) leave it trusted, so a working
+    directory another tool just touched does not make every snapshot run git."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "c").mkdir()
+    seen = taken(tmp_path)
+    assert not seen.racy
+    assert taken(tmp_path).same_as(seen)
+    (tmp_path / "c" / "new").mkdir()
+    assert not taken(tmp_path).same_as(seen)
+
+
 def test_git_and_lmc_own_files_are_left_out(tree: Path) -> None:
     (tree / ".git").mkdir()
     (tree / ".lmc-data").mkdir()
