@@ -25,6 +25,7 @@ estimate as the conversation goes (:class:`Calibration`).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -41,6 +42,7 @@ __all__ = [
     "Calibration",
     "NumCtx",
     "Served",
+    "ServedAnswers",
     "read_served",
 ]
 
@@ -273,19 +275,65 @@ def _model_list(listing: Any, model: str | None) -> Served | None:
     return None
 
 
-def read_served(config: BackendConfig, dialect: str) -> Served:
-    """What the server at ``config.api_base`` serves ``config.model`` with."""
-    reader = _Reader(config)
+class ServedAnswers:
+    """The four GETs that say a server's context, all sent at once (each on a connection of
+    its own) in background threads, so that reading them costs one round trip and overlaps
+    whatever lmc does meanwhile (detecting the dialect and model): a fake or local server
+    answers in about a millisecond, yet four in a row delayed every ``lmc run``'s first request.
+    Only the answers' paths are fixed; which of them counts needs the model and dialect
+    (:func:`read_served`)."""
+
+    def __init__(self, config: BackendConfig) -> None:
+        self.reader = _Reader(config)
+        root, v1 = self.reader.root, self.reader.v1
+        self.urls = (
+            f"{root}/api/version",
+            f"{root}/api/v0/models",
+            f"{root}/props",
+            f"{v1}/models",
+        )
+        self._values: dict[str, Any] = {}
+        self._threads = [
+            threading.Thread(target=self._get, args=(url,), name="lmc-served", daemon=True)
+            for url in self.urls
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _get(self, url: str) -> None:
+        self._values[url] = self.reader.get(url)
+
+    def get(self, index: int) -> Any:
+        """The JSON answer to the ``index``-th GET (None: no JSON answer), once all are in."""
+        self.join()
+        return self._values.get(self.urls[index])
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+    def close(self) -> None:
+        self.join()
+        self.reader.client.close()
+
+
+def read_served(
+    config: BackendConfig, dialect: str, answers: ServedAnswers | None = None
+) -> Served:
+    """What the server at ``config.api_base`` serves ``config.model`` with; ``answers``: the
+    GETs already under way (:class:`ServedAnswers`, for the same server), else sent now."""
+    answers = answers or ServedAnswers(config)
+    reader = answers.reader
     try:
-        version = reader.get(f"{reader.root}/api/version")
+        version = None if dialect == "ollama" else answers.get(0)
         if dialect == "ollama" or (isinstance(version, dict) and "version" in version):
             native = dialect == "ollama"
             return _ollama(reader, config.model, native, config.context_size)
-        found = _lm_studio(reader.get(f"{reader.root}/api/v0/models"), config.model)
-        found = found or _llama_cpp(reader.get(f"{reader.root}/props"))
-        found = found or _model_list(reader.get(f"{reader.v1}/models"), config.model)
+        found = _lm_studio(answers.get(1), config.model)
+        found = found or _llama_cpp(answers.get(2))
+        found = found or _model_list(answers.get(3), config.model)
     finally:
-        reader.client.close()
+        answers.close()
     if found is not None:
         return found
     return Served(TRAINED, "gpt-oss's trained context, assumed: the server does not say")

@@ -10,14 +10,21 @@ from lmc.backends.detect import detect
 from lmc.errors import LmcError
 
 if TYPE_CHECKING:
-    from lmc.backends.served import Served
+    from lmc.backends.served import Served, ServedAnswers
 
 __all__ = ["apply_served", "open_server_backend"]
 
 
 def open_server_backend(config: BackendConfig) -> Backend:
-    """The transport for the dialect :func:`detect` finds."""
-    found = detect(config)
+    """The transport for the dialect :func:`detect` finds; the server's context is read
+    meanwhile (:class:`~lmc.backends.served.ServedAnswers`), not after it."""
+    answers = _read_early(config)
+    try:
+        found = detect(config)
+    except BaseException:
+        if answers is not None:
+            answers.close()
+        raise
     backend: Backend
     if found.dialect == "completions":
         from lmc.backends.openai_server import OpenAIServerBackend
@@ -39,17 +46,36 @@ def open_server_backend(config: BackendConfig) -> Backend:
 
         backend = OllamaBackend(found.config)
     backend.dialect_reason = found.reason
-    apply_served(backend, found.config)
+    if answers is not None and found.config.api_base != config.api_base:
+        answers.close()  # a shortcut's address: the early reading went elsewhere
+        answers = None
+    try:
+        apply_served(backend, found.config, answers)
+    finally:
+        if answers is not None:
+            answers.close()  # already, unless the reading was skipped
     return backend
 
 
-def apply_served(backend: Backend, config: BackendConfig) -> Served | None:
+def _read_early(config: BackendConfig) -> ServedAnswers | None:
+    """The served context's GETs, sent before the dialect is known (Ollama's native dialect
+    needs none of them)."""
+    if not config.api_base or (config.api_style or "").lower() == "ollama":
+        return None
+    from lmc.backends.served import ServedAnswers
+
+    return ServedAnswers(config)
+
+
+def apply_served(
+    backend: Backend, config: BackendConfig, answers: ServedAnswers | None = None
+) -> Served | None:
     """Set ``backend.context_size`` to what the server serves (``--context`` wins); the
     reading, or None when the server could not be read."""
     from lmc.backends.served import read_served
 
     try:
-        served = read_served(config, backend.dialect)
+        served = read_served(config, backend.dialect, answers)
     except LmcError:
         return None
     backend.cuts_silently = served.source.startswith("Ollama") or served.sized_by_lmc

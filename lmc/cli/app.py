@@ -129,9 +129,24 @@ def run_command(
     ctx: typer.Context, prompt: str | None = None, audio: str | None = None, **given: Any
 ) -> None:
     """Ask once and print the answer. Exits 0 on a final answer, non-zero otherwise."""
+    _probe_sandbox_early(given.get("sandbox"))
     from lmc.cli.oneshot import run_once
 
     raise typer.Exit(run_once(prompt, _shared(ctx, given), audio=audio))
+
+
+def _probe_sandbox_early(mode: object) -> None:
+    """Try the sandbox tool (a bwrap started and waited for: 15-35 ms) in a thread while the
+    rest of ``lmc run`` loads; the answer is kept for the process (``find_tool``), so the
+    sandbox's set-up later finds it ready. Its module is imported here first: two threads
+    importing one package at once could wait on each other."""
+    if mode == "off":
+        return
+    import threading
+
+    from lmc.computer.sandbox.detect import find_tool
+
+    threading.Thread(target=find_tool, name="lmc-sandbox-probe", daemon=True).start()
 
 
 _HOST = _keyword(

@@ -3,6 +3,10 @@
 The poll also watches file descriptors the caller gives (the kernel process's pidfd, a wake
 pipe), so output, the reply, the kernel's death and an interrupt all wake one wait at once;
 there is no sleep-polling. Sockets are not thread-safe: one thread at a time uses them.
+
+The messages are Jupyter's wire protocol (5.3) spoken with pyzmq alone
+(:mod:`lmc.computer.kernel_wire`): jupyter_client's client would load tornado, asyncio,
+traitlets and dateutil into lmc's process at the first block (~55 ms of CPU, 8 MB).
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from queue import Empty
 from typing import Any, Final
+
+from lmc.computer.kernel_wire import Channel, WireClient
 
 __all__ = ["RECEIVE_QUEUE", "KernelChannels"]
 
@@ -22,11 +27,11 @@ RECONNECT_MS: Final = 10
 
 
 class KernelChannels:
-    """A started ``BlockingKernelClient`` on a context of its own, with one poller."""
+    """A kernel's shell, IOPub, stdin and control sockets on a context of their own, with one
+    poller."""
 
     def __init__(self, connection_file: Path, fds: Iterable[int]) -> None:
         import zmq
-        from jupyter_client.blocking.client import BlockingKernelClient
 
         self._context: Any = zmq.Context()
         try:
@@ -36,18 +41,14 @@ class KernelChannels:
             # A kernel still booting has not bound its sockets yet: ZeroMQ tries again every
             # RECONNECT_IVL (100 ms by default, a tenth of a second on every first run).
             self._context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MS)
-            client = BlockingKernelClient(
-                connection_file=str(connection_file), context=self._context
-            )
-            client.load_connection_file()
-            client.start_channels(shell=True, iopub=True, stdin=True, hb=False, control=True)
+            client = WireClient(connection_file, self._context)
         except BaseException:
             self._context.destroy(linger=0)
             raise
-        self.client: Any = client
-        self.iopub: Any = client.iopub_channel
-        self.shell: Any = client.shell_channel
-        self.stdin: Any = client.stdin_channel
+        self.client = client
+        self.iopub: Channel = client.iopub_channel
+        self.shell: Channel = client.shell_channel
+        self.stdin: Channel = client.stdin_channel
         self._poller: Any = zmq.Poller()
         for channel in (self.iopub, self.shell, self.stdin):
             self._poller.register(channel.socket, zmq.POLLIN)
@@ -59,15 +60,15 @@ class KernelChannels:
         return dict(self._poller.poll(milliseconds))
 
     @staticmethod
-    def drain(channel: Any, ready: Mapping[Any, int]) -> Iterator[dict[str, Any]]:
+    def drain(channel: Channel, ready: Mapping[Any, int]) -> Iterator[dict[str, Any]]:
         """The messages waiting on ``channel``, if the poll found it ready."""
         if channel.socket not in ready:
             return
         while True:
-            try:
-                yield channel.get_msg(timeout=0)
-            except Empty:
+            message = channel.get_msg()
+            if message is None:
                 return
+            yield message
 
     def send_control(self, msg_type: str, content: dict[str, Any]) -> None:
         self.client.control_channel.send(self.client.session.msg(msg_type, content))

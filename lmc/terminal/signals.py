@@ -19,7 +19,6 @@ call like any other exception of the application.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import threading
 from collections.abc import Iterator
@@ -86,6 +85,8 @@ def end_prompt_on_signals(app: Any) -> None:
     prompt ``app`` with :class:`Terminated`, from the loop rather than mid-callback."""
     if not _state.active:
         return
+    import asyncio  # here, not at the top: ``lmc run`` has no asyncio loop (15 ms of start-up)
+
     loop = asyncio.get_running_loop()
     for signum in _SIGNALS:
         loop.add_signal_handler(signum, _end_prompt, app, signum)

@@ -12,6 +12,7 @@ A tree with more entries than the cap gets no fingerprint (git does the walk ins
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -78,5 +79,9 @@ def tree_fingerprint(
     if entries is None:
         return None
     entries.append((".", top.st_mode, 0, top.st_mtime_ns, top.st_ctime_ns, top.st_ino))
-    newest = max(max(entry[3], entry[4]) for entry in entries)
-    return Fingerprint(tuple(entries), racy=newest >= started - RACY_NS)
+    # Only a file's content can change unseen within one time stamp: a folder's times say
+    # that its listing changed, and the listing (names, inodes) is in the fingerprint. A
+    # folder touched just now (a file made and removed in it, as another tool does in the
+    # working directory) would otherwise make every snapshot of the next seconds run git.
+    times = [max(e[3], e[4]) for e in entries if not stat.S_ISDIR(e[1])]
+    return Fingerprint(tuple(entries), racy=max(times, default=0) >= started - RACY_NS)

@@ -61,6 +61,10 @@ _HEAD_REF: Final = "refs/lmc/head"
 _MAX_EXCLUDE_BYTES: Final = 1 << 20
 #: Folders a snapshot leaves out for their number of files before it gives up.
 _MAX_LEFT_OUT: Final = 8
+#: The last snapshot and the files it saw, kept for the next lmc process in this folder.
+_LAST_SEEN: Final = "lmc-last-snapshot.json"
+#: Entries at most in that record (a larger tree's first block runs git as before).
+_KEPT: Final = 5_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +219,8 @@ class ShadowRepo:
         """Record the working directory's files now; the same state gives the same commit."""
         with self._locked():
             seen = tree_fingerprint(self.workdir, self._own)
+            if seen is not None and self._last is None:
+                self._read_last_seen()
             if seen is not None and self._last is not None and seen.same_as(self._seen):
                 return self._last[2]  # not a file changed since: the last snapshot stands
             self._write_excludes()
@@ -238,7 +244,47 @@ class ShadowRepo:
             snap = Snapshot(commit, tree, *left)
             self._last = (tree, modes, snap)
             self._seen = seen
+            self._write_last_seen()
             return snap
+
+    def _same_store(self) -> list[object]:
+        """What, besides the files, decides a snapshot: an earlier process's counts only
+        when these match."""
+        return [str(self.workdir), self._own, self.max_file_bytes, self.max_files]
+
+    def _read_last_seen(self) -> None:
+        """The last snapshot an earlier lmc process took here, and the files it saw: the
+        first block of a new ``lmc run`` in an unchanged folder then needs no git either."""
+        try:
+            data = json.loads((self.git_dir / _LAST_SEEN).read_text(encoding="utf-8"))
+            if data["store"] != self._same_store():
+                return
+            entries = tuple(tuple(entry) for entry in data["entries"])
+            seen = Fingerprint(entries, bool(data["racy"]))
+            snapshot = Snapshot(
+                data["commit"], data["tree"], tuple(data["skipped"]), tuple(data["left_out"])
+            )
+            self._last, self._seen = (data["tree"], data["modes"], snapshot), seen
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+
+    def _write_last_seen(self) -> None:
+        target = self.git_dir / _LAST_SEEN
+        with contextlib.suppress(OSError):
+            seen = self._seen
+            if self._last is None or seen is None or seen.racy or len(seen.entries) > _KEPT:
+                target.unlink(missing_ok=True)  # nothing an earlier process may trust
+                return
+            tree, modes, snapshot = self._last
+            data = {
+                "store": self._same_store(), "commit": snapshot.commit, "tree": tree,
+                "modes": modes, "skipped": list(snapshot.skipped),
+                "left_out": list(snapshot.left_out), "racy": seen.racy,
+                "entries": seen.entries,
+            }  # fmt: skip
+            partial = target.with_name(target.name + ".partial")
+            partial.write_text(json.dumps(data), encoding="utf-8")
+            partial.replace(target)
 
     def _commit(self, tree: str, modes: str) -> str:
         # Each snapshot's parent is the one before, so one ref keeps them all (git's own
@@ -418,6 +464,8 @@ class ShadowRepo:
             rechmod -= {*removing, *writing}
             chmodded = set_modes(root, wanted, sorted(rechmod), problems)
             self._last = self._seen = None
+            with contextlib.suppress(OSError):
+                (self.git_dir / _LAST_SEEN).unlink(missing_ok=True)
             return sorted({*removed, *written, *chmodded})
 
 

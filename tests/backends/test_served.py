@@ -7,6 +7,7 @@ the overflow bodies below are the real servers' words, cited one by one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -272,3 +273,47 @@ def test_a_count_of_only_what_the_cache_missed_is_ignored() -> None:
     calibration.observe(3000, 3100)
     calibration.observe(3300, 169)
     assert calibration.cut is None and calibration.revision == 1
+
+
+# ------------------------------------------------------------------- reading without delay
+
+
+def test_the_served_reads_and_the_model_list_are_all_in_flight_at_once() -> None:
+    """Opening a server backend sends its GETs (detect's model list, the four that say the
+    context) at once: the stand-in answers none of them until all five are in, so reads
+    sent one after another would each give up on the barrier (no timing measured: the
+    barrier's deadline only bounds a failing run)."""
+    barrier = threading.Barrier(5, timeout=30)
+    broken: list[str] = []
+    listing = {"object": "list", "data": [{"id": "gpt-oss-20b", "max_model_len": 8192}]}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:
+                broken.append(self.path)
+            found = self.path == "/v1/models"
+            body = _json(listing) if found else b"{}"
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    root = f"http://127.0.0.1:{server.server_address[1]}"
+    with serving_in_thread(server):
+        config = BackendConfig(api_base=f"{root}/v1", api_style="completions")
+        with open_backend(config) as backend:
+            assert (backend.context_size, backend.context_reason) == (
+                8192,
+                "8,192 tokens (/v1/models max_model_len)",
+            )
+    assert broken == []

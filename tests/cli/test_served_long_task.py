@@ -148,7 +148,7 @@ def test_without_num_ctx_ollama_cuts_the_request_away(
         return body
 
     monkeypatch.setattr(OllamaBackend, "body", without_num_ctx)
-    monkeypatch.setattr(server, "apply_served", lambda backend, config: None)
+    monkeypatch.setattr(server, "apply_served", lambda backend, config, answers=None: None)
     with stand_in("ollama") as (record, stand):
         result = _run(lmc_env, record.root)
     assert stand.lost >= 1 and stand.cuts

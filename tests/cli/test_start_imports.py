@@ -30,6 +30,7 @@ KEPT_OUT = (
     "pydantic",  # typer 0.29 validates options through it
     "IPython",
     "llama_cpp",  # a server does the model's work
+    "asyncio",  # only the chat's prompt (prompt_toolkit) and `lmc serve` run a loop
 )
 
 

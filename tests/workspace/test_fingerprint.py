@@ -73,6 +73,19 @@ def test_a_file_changed_just_now_is_not_trusted(tmp_path: Path) -> None:
     assert not taken(tmp_path).same_as(seen)
 
 
+def test_a_folder_changed_just_now_is_trusted(tmp_path: Path) -> None:
+    """A folder's own times only say its listing changed, and the listing is in the
+    fingerprint: folders made just now (no file in them) leave it trusted, so a working
+    directory another tool just touched does not make every snapshot run git."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "c").mkdir()
+    seen = taken(tmp_path)
+    assert not seen.racy
+    assert taken(tmp_path).same_as(seen)
+    (tmp_path / "c" / "new").mkdir()
+    assert not taken(tmp_path).same_as(seen)
+
+
 def test_git_and_lmc_own_files_are_left_out(tree: Path) -> None:
     (tree / ".git").mkdir()
     (tree / ".lmc-data").mkdir()
@@ -130,3 +143,50 @@ def test_a_restore_forgets_the_fingerprint(tree: Path, tmp_path: Path) -> None:
     assert (tree / "notes.txt").read_text() == "alpha\n"
     os.utime(tree / "notes.txt")
     assert repo.snapshot().tree == first.tree
+
+
+def _counting(repo: ShadowRepo, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real_git = repo.git
+
+    def counting(*args: str, **kwargs: object) -> bytes:
+        calls.append(args[0])
+        return real_git(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repo, "git", counting)
+    return calls
+
+
+def test_a_new_process_in_an_unchanged_folder_runs_no_git(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each `lmc run` is a new process: the last snapshot and what it saw are kept in the
+    store, so the next one's first block needs no git while nothing changed."""
+    first = ShadowRepo(tree, tmp_path / "store").snapshot()
+    later = ShadowRepo(tree, tmp_path / "store")
+    calls = _counting(later, monkeypatch)
+    assert later.snapshot() == first
+    assert calls == []
+    (tree / "src" / "a.py").write_text("print(2)\n")
+    third = ShadowRepo(tree, tmp_path / "store")
+    calls = _counting(third, monkeypatch)
+    changed = third.snapshot()
+    assert "write-tree" in calls and changed.tree != first.tree
+
+
+def test_a_new_process_with_other_limits_or_after_a_restore_runs_git(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = ShadowRepo(tree, tmp_path / "store")
+    first = repo.snapshot()
+    other = ShadowRepo(tree, tmp_path / "store", max_file_bytes=3)
+    calls = _counting(other, monkeypatch)
+    assert other.snapshot().skipped  # the files are over its size limit: a snapshot of its own
+    assert "write-tree" in calls
+    (tree / "notes.txt").write_text("alpha\nbeta\n")
+    second = repo.snapshot()
+    repo.restore(first.commit, second)
+    again = ShadowRepo(tree, tmp_path / "store")
+    calls = _counting(again, monkeypatch)
+    assert again.snapshot().tree == first.tree
+    assert "write-tree" in calls
