@@ -10,6 +10,8 @@ from lmc.backends.detect import detect
 from lmc.errors import LmcError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lmc.backends.served import Served
 
 __all__ = ["apply_served", "open_server_backend"]
@@ -43,13 +45,19 @@ def open_server_backend(config: BackendConfig) -> Backend:
     return backend
 
 
-def apply_served(backend: Backend, config: BackendConfig) -> Served | None:
+def apply_served(
+    backend: Backend,
+    config: BackendConfig,
+    memory: Callable[[str], int | None] | None = None,
+) -> Served | None:
     """Set ``backend.context_size`` to what the server serves (``--context`` wins); the
-    reading, or None when the server could not be read."""
+    reading, or None when the server could not be read. ``memory``: the serving machine's
+    free bytes (None: :func:`lmc.backends.served_memory.serving_memory` reads them)."""
     from lmc.backends.served import read_served
+    from lmc.backends.served_memory import serving_memory
 
     try:
-        served = read_served(config, backend.dialect)
+        served = read_served(config, backend.dialect, memory or serving_memory)
     except LmcError:
         return None
     backend.cuts_silently = served.source.startswith("Ollama") or served.sized_by_lmc
