@@ -14,10 +14,11 @@ whole context. Other architectures count every layer at the whole context. The k
 ``.attention.key_length``, ``.attention.value_length`` and ``.attention.sliding_window``.
 
 The memory is that of this machine when the server is on it (a loopback address):
-``MemAvailable`` plus the free memory of its NVIDIA GPU, read once when lmc starts. The cache
-gets at most half of it (the weights, Ollama's compute graph and everything else need the
-rest). For a server elsewhere nothing says what it has free (``/api/ps`` gives only what the
-model already takes), so nothing caps ``num_ctx`` there, and the source says so.
+``MemAvailable`` plus the free memory of its NVIDIA GPU, read once when lmc starts (what a
+model Ollama already holds takes is not counted back, though a reload frees it: on the safe
+side). The cache gets at most half of it (the weights, Ollama's compute graph and everything
+else need the rest). For a server elsewhere nothing says what it has free (``/api/ps`` gives
+only what the model already takes), so nothing caps ``num_ctx`` there, and the source says so.
 """
 
 from __future__ import annotations
