@@ -6,7 +6,8 @@ not an assumption (a prompt past it is cut in silence by Ollama, refused by the 
 - Ollama: ``/api/ps`` lists each loaded model with its ``context_length``; ``/api/show``
   gives the trained size (``model_info["<arch>.context_length"]``). With the native
   ``/api/chat`` lmc sends ``options.num_ctx`` itself (:class:`NumCtx`), so the context is the
-  trained one (or ``--context``); with ``/v1`` (which takes no num_ctx) it is the loaded one,
+  trained one (or ``--context``), capped by the KV cache the serving machine fits
+  (:mod:`lmc.backends.served_memory`); with ``/v1`` (which takes no num_ctx) the loaded one,
   the model loaded first when it is not (an empty ``/api/generate`` loads it);
 - LM Studio: ``/api/v0/models``, ``loaded_context_length`` of a loaded model (else
   ``max_context_length``, its trained size);
@@ -30,8 +31,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from lmc.backends._http import key_source, make_client, split_base
+from lmc.backends.served_memory import fitting_context, kv_cost, serving_memory
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import httpx
 
     from lmc.backends.base import BackendConfig
@@ -207,21 +211,22 @@ def _positive(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _ollama(reader: _Reader, model: str | None, native: bool, cap: int | None) -> Served:
+def _ollama(
+    reader: _Reader,
+    model: str | None,
+    native: bool,
+    cap: int | None,
+    memory: Callable[[str], int | None],
+) -> Served:
     show = reader.post(f"{reader.root}/api/show", {"model": model or ""})
     info = show.get("model_info") if isinstance(show, dict) else None
-    trained = 0
-    if isinstance(info, dict):
-        arch = info.get("general.architecture")
-        trained = _positive(info.get(f"{arch}.context_length"))
+    info = info if isinstance(info, dict) else {}
+    arch = info.get("general.architecture")
+    trained = _positive(info.get(f"{arch}.context_length"))
     if native:
-        if cap is not None:
+        if cap is not None:  # the person's choice wins over the machine too
             return Served(cap, "as set; lmc sends it as num_ctx", trained, sized_by_lmc=True)
-        if trained:
-            source = "Ollama /api/show, the trained context; lmc sizes num_ctx to the conversation"
-            return Served(trained, source, trained, sized_by_lmc=True)
-        source = "gpt-oss's trained context, assumed; lmc sizes num_ctx to the conversation"
-        return Served(TRAINED, source, sized_by_lmc=True)
+        return _ollama_native(reader.root, info, trained, memory)
     loaded = _ollama_loaded(reader, model)
     if not loaded:  # an empty /api/generate loads the model as /v1 will use it
         load = {"model": model or "", "stream": False}
@@ -230,6 +235,28 @@ def _ollama(reader: _Reader, model: str | None, native: bool, cap: int | None) -
     if loaded:
         return Served(loaded, "Ollama /api/ps", trained)
     return Served(OLLAMA_DEFAULT, "Ollama's default context, assumed: /api/ps lists no size")
+
+
+def _ollama_native(
+    root: str, info: dict[str, Any], trained: int, memory: Callable[[str], int | None]
+) -> Served:
+    """The trained context (or gpt-oss's), capped by what the serving machine's memory
+    holds of its KV cache (:mod:`lmc.backends.served_memory`)."""
+    if trained:
+        size, source = trained, "Ollama /api/show, the trained context"
+    else:
+        size, source = TRAINED, "gpt-oss's trained context, assumed"
+    source += "; lmc sizes num_ctx to the conversation"
+    cost = kv_cost(info)
+    free = memory(root) if cost is not None else None
+    if cost is None:
+        source += "; /api/show gives no KV cache dimensions, so no memory cap"
+    elif free is None:
+        source += "; no memory cap: lmc reads free memory only for a server on this machine"
+    elif fitted := fitting_context(cost, free, size):
+        size, line = fitted
+        source += f", {line}"
+    return Served(size, source, trained, sized_by_lmc=True)
 
 
 def _ollama_loaded(reader: _Reader, model: str | None) -> int:
@@ -318,17 +345,21 @@ class ServedAnswers:
 
 
 def read_served(
-    config: BackendConfig, dialect: str, answers: ServedAnswers | None = None
+    config: BackendConfig,
+    dialect: str,
+    answers: ServedAnswers | None = None,
+    memory: Callable[[str], int | None] = serving_memory,
 ) -> Served:
     """What the server at ``config.api_base`` serves ``config.model`` with; ``answers``: the
-    GETs already under way (:class:`ServedAnswers`, for the same server), else sent now."""
+    GETs already under way (:class:`ServedAnswers`, for the same server), else sent now;
+    ``memory``: the bytes free on the machine serving at a root URL (None: unknown)."""
     answers = answers or ServedAnswers(config)
     reader = answers.reader
     try:
         version = None if dialect == "ollama" else answers.get(0)
         if dialect == "ollama" or (isinstance(version, dict) and "version" in version):
             native = dialect == "ollama"
-            return _ollama(reader, config.model, native, config.context_size)
+            return _ollama(reader, config.model, native, config.context_size, memory)
         found = _lm_studio(answers.get(1), config.model)
         found = found or _llama_cpp(answers.get(2))
         found = found or _model_list(answers.get(3), config.model)

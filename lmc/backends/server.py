@@ -10,6 +10,8 @@ from lmc.backends.detect import detect
 from lmc.errors import LmcError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lmc.backends.served import Served, ServedAnswers
 
 __all__ = ["apply_served", "open_server_backend"]
@@ -68,14 +70,19 @@ def _read_early(config: BackendConfig) -> ServedAnswers | None:
 
 
 def apply_served(
-    backend: Backend, config: BackendConfig, answers: ServedAnswers | None = None
+    backend: Backend,
+    config: BackendConfig,
+    answers: ServedAnswers | None = None,
+    memory: Callable[[str], int | None] | None = None,
 ) -> Served | None:
     """Set ``backend.context_size`` to what the server serves (``--context`` wins); the
-    reading, or None when the server could not be read."""
+    reading, or None when the server could not be read. ``memory``: the serving machine's
+    free bytes (None: :func:`lmc.backends.served_memory.serving_memory` reads them)."""
     from lmc.backends.served import read_served
+    from lmc.backends.served_memory import serving_memory
 
     try:
-        served = read_served(config, backend.dialect, answers)
+        served = read_served(config, backend.dialect, answers, memory or serving_memory)
     except LmcError:
         return None
     backend.cuts_silently = served.source.startswith("Ollama") or served.sized_by_lmc

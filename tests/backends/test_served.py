@@ -37,8 +37,9 @@ from lmc.errors import ServedContextOverflow, StreamDroppedError
     ],
 )
 def test_each_server_says_its_context(kind: str, dialect: str, size: int, source: str) -> None:
+    plenty = 64 * 1024**3  # Ollama's num_ctx is capped by free memory: test_served_memory.py
     with stand_in(kind) as (record, _stand):
-        served = read_served(BackendConfig(api_base=record.root), dialect)
+        served = read_served(BackendConfig(api_base=record.root), dialect, memory=lambda _r: plenty)
     assert served.size == size
     assert served.source.startswith(source)
     assert served.reason.startswith(f"{size:,} tokens (")

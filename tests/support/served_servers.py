@@ -60,7 +60,7 @@ from support.recorded_openai import (
 from support.recorded_servers import Recorded, serving
 from support.served_model import REQUEST, TASK, Answer, answer_for, server_tokens
 
-__all__ = ["CONTEXT", "Stand", "stand_in"]
+__all__ = ["CONTEXT", "OLLAMA_MODEL_INFO", "Stand", "stand_in"]
 
 #: The context every stand-in serves (Ollama's default on most machines).
 CONTEXT: Final = 4096
@@ -243,6 +243,24 @@ def _ollama_ps(stand: Stand) -> Route:
     return route
 
 
+#: gpt-oss:20b's ``model_info`` in /api/show: the keys ollama/ollama v0.12.6
+#: convert/convert_gptoss.go writes (``gptoss.attention.head_count_kv`` = KeyValueHeads,
+#: ``key_length``/``value_length`` = HeadDim, ``sliding_window``), with the values of
+#: openai/gpt-oss-20b's config.json (24 layers, 64 heads, 8 KV heads of 64, window 128).
+OLLAMA_MODEL_INFO: Final[dict[str, Any]] = {
+    "general.architecture": "gptoss",
+    "general.parameter_count": 20914757184,
+    "gptoss.attention.head_count": 64,
+    "gptoss.attention.head_count_kv": 8,
+    "gptoss.attention.key_length": 64,
+    "gptoss.attention.sliding_window": 128,
+    "gptoss.attention.value_length": 64,
+    "gptoss.block_count": 24,
+    "gptoss.context_length": TRAINED,
+    "gptoss.embedding_length": 2880,
+}
+
+
 def _ollama_show(_body: dict[str, Any] | None) -> Reply:
     return json_reply(
         200,
@@ -252,13 +270,7 @@ def _ollama_show(_body: dict[str, Any] | None) -> Reply:
             "parameters": "temperature 1",
             "template": "{{ .Prompt }}",
             "details": OLLAMA_TAGS["models"][0]["details"],
-            "model_info": {
-                "general.architecture": "gptoss",
-                "general.parameter_count": 20914757184,
-                "gptoss.block_count": 24,
-                "gptoss.context_length": TRAINED,
-                "gptoss.embedding_length": 2880,
-            },
+            "model_info": OLLAMA_MODEL_INFO,
             "capabilities": ["completion", "tools", "thinking"],
             "modified_at": "2025-08-05T08:06:48.639712648-07:00",
         },
