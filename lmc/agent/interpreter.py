@@ -171,7 +171,7 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             cancel=self._cancel,
             record=self._record,
             replace=self._replace,
-            tools=tool_set(self.tools, self.patch_tool, self.job_tools),
+            tools=tool_set(self.tools, self.job_tools, self.patch_tool),
             usage=self._count_usage,
         )
         if s.compaction:
@@ -206,7 +206,8 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         self.browser_tools = browser_tools(
             s.browser, s.browser_url, s.browser_allow_private, self._count_tokens
         )
-        self._loop.tools = tool_set(self.tools, self.patch_tool, self.browser_tools, self.job_tools)
+        # apply_patch last: the reference's namespace ends with it.
+        self._loop.tools = tool_set(self.tools, self.browser_tools, self.job_tools, self.patch_tool)
 
     # -- the pieces, created when first needed ------------------------------------------------
 
@@ -419,14 +420,14 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         cwd = getattr(self._computer, "cwd", None)
         cwd = str(cwd) if cwd is not None else None
         extra = self.tools.descriptions() if self.tools is not None else []
+        if self.job_tools is not None:
+            extra = [*extra, *self.job_tools.descriptions()]
         patch_instructions = ""
-        if self.patch_tool is not None:  # gpt-oss's apply_patch, with the reference's text
+        if self.patch_tool is not None:  # gpt-oss's apply_patch, last as in the reference
             from lmc.agent.patch_tool import apply_patch_instructions
 
             extra = [*extra, *self.patch_tool.descriptions()]
             patch_instructions = apply_patch_instructions()
-        if self.job_tools is not None:
-            extra = [*extra, *self.job_tools.descriptions()]
         names = tuple(tool.name for tool in extra)
         self._open_browser()
         browser = self.browser_tools is not None

@@ -3,6 +3,7 @@ SearXNG-shaped server, opens a result, finds a word and answers with a citation.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +53,13 @@ def reference_browser_section() -> str:
     start = expected.index("## browser\n")
     end = expected.index("} // namespace browser\n") + len("} // namespace browser\n")
     return str(expected[start:end])
+
+
+@pytest.fixture
+def make_interpreter(make_interpreter: MakeInterpreter) -> MakeInterpreter:
+    """These tests' small context (8,192 tokens of the tiny model's 272-token vocabulary, about
+    a byte a token) is for the browser's pages: apply_patch's instructions stay out."""
+    return functools.partial(make_interpreter, apply_patch=False)
 
 
 @pytest.fixture

@@ -212,9 +212,9 @@ def test_an_unknown_tool_is_told_with_every_tool_there_is(
     chunks = list(interpreter.chat("divide", stream=True, display=False, confirm=lambda b: True))
     first, second = notes(chunks)
     assert first.startswith("There is no tool named 'functions.toy__divide'. The tools are: python")
-    assert first.endswith(", functions.toy__add, functions.apply_patch, functions.jobs.")
+    assert first.endswith(", functions.toy__add, functions.jobs, functions.apply_patch.")
     assert second.startswith("There is no tool named 'browser.search'. The tools are: python")
-    assert second.endswith(", functions.toy__add, functions.apply_patch, functions.jobs.")
+    assert second.endswith(", functions.toy__add, functions.jobs, functions.apply_patch.")
     assert result_header("toy__divide") + first + "<|end|>" in backend.prompts[1]
     assert (
         "<|start|>browser.search to=assistant<|channel|>analysis<|message|>" + second + "<|end|>"

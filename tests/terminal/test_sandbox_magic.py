@@ -86,7 +86,9 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
         interpreter.chat("again", display=False)
         assert target.read_text() == "x"
         told = str(interpreter.messages[-2]["content"])
-        assert "NameError" in told  # the kernel restarted: `kept` is gone
+        # The kernel restarted for the new sandbox, and its saved state came back with it.
+        assert "restarted for the new sandbox" in told
+        assert "[lmc: python state restored: kept]\n41" in told
         interpreter.reset()  # a fresh computer keeps the chosen sandbox
         assert _computer(interpreter).sandbox.mode == "off"
     finally:
