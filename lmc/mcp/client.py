@@ -79,8 +79,10 @@ def lmc_version() -> str:
     mcp layer depend on the top of the package)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from lmc.extras import DISTRIBUTION
+
     try:
-        return version("lmc")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:  # run from a source tree that was never installed
         return "0+unknown"
 
