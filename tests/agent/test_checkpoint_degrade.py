@@ -4,12 +4,11 @@ is still snapshotted and undone, and undo never calls the model's change the per
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter, python_call, shell_call
 
 from lmc.agent.checkpoints import Checkpointer
 from lmc.computer import Computer
@@ -22,17 +21,6 @@ FLOOD = (
     "for i in range(301):\n    open(f'flood/{i}', 'w').close()\n"
     "open('notes.txt', 'w').write('overwritten\\n')"
 )
-
-
-def python_call(code: str) -> str:
-    return f"<|channel|>analysis to=python code<|message|>{code}<|call|>"
-
-
-def shell_call(code: str) -> str:
-    arguments = json.dumps({"code": code})
-    return (
-        f"<|channel|>commentary to=functions.shell <|constrain|>json<|message|>{arguments}<|call|>"
-    )
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,13 @@ next block, as the model would see it.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
-from support.agent_testing import MakeInterpreter
+from support.agent_testing import MakeInterpreter, python_call, shell_call
 from support.replay import write_replay
 
 from lmc.agent.kept_state import state_folder
@@ -53,18 +52,6 @@ interpreter.chat("make some state", display=False)
 print(interpreter.conversation_id)
 interpreter.close()
 """
-
-
-def python_call(code: str) -> str:
-    return f"<|channel|>analysis to=python code<|message|>{code}<|call|>"
-
-
-def shell_call(code: str) -> str:
-    return (
-        "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>"
-        + json.dumps({"code": code})
-        + "<|call|>"
-    )
 
 
 def outputs(messages: list[Message]) -> list[str]:

@@ -3,11 +3,29 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from lmc.agent import Interpreter
 from lmc.backends.base import Backend, Generation, SamplingSettings
+
+
+def python_call(code: str) -> str:
+    """What gpt-oss writes to run ``code`` with the python tool."""
+    return f"<|channel|>analysis to=python code<|message|>{code}<|call|>"
+
+
+def function_call(name: str, code: str) -> str:
+    """What gpt-oss writes to run ``code`` with lmc's function ``name`` (shell, javascript)."""
+    arguments = json.dumps({"code": code})
+    return (
+        f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{arguments}<|call|>"
+    )
+
+
+def shell_call(code: str) -> str:
+    return function_call("shell", code)
 
 
 class RecordingBackend(Backend):
