@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import pytest
 from support.agent_testing import MakeInterpreter
@@ -21,12 +22,21 @@ def python_call(code: str) -> str:
     return f"<|channel|>analysis to=python code<|message|>{code}<|call|>"
 
 
-def when(event: threading.Event, action: Callable[[], object]) -> threading.Thread:
-    """Run ``action`` in a thread as soon as ``event`` is set (while the main thread is busy)."""
+def when(
+    event: threading.Event,
+    action: Callable[[], object],
+    inside: Generator[Chunk, None, None] | None = None,
+) -> threading.Thread:
+    """Run ``action`` in a thread as soon as ``event`` is set; with ``inside``, once the main
+    thread is back inside that stream too (its generator running), so that a Ctrl-C lands in
+    lmc rather than in the test's own loop."""
 
     def wait() -> None:
         event.wait(30)
-        time.sleep(0.05)
+        for _ in range(30_000):  # the state itself is what is waited for, polled
+            if inside is None or inspect.getgeneratorstate(inside) == inspect.GEN_RUNNING:
+                break
+            time.sleep(0.001)
         action()
 
     thread = threading.Thread(target=wait, daemon=True)
@@ -64,8 +74,8 @@ def test_ctrl_c_while_the_model_writes_keeps_the_partial_message(
         [FINAL.format(LONG), FINAL.format("Still here.")], auto_run=True
     )
     writing = threading.Event()
-    thread = when(writing, ctrl_c)
     stream = interpreter.chat("talk a lot", stream=True, display=False)
+    thread = when(writing, ctrl_c, stream)
     try:
         with pytest.raises(KeyboardInterrupt):
             for chunk in stream:
@@ -109,8 +119,8 @@ def test_ctrl_c_while_code_runs_interrupts_the_kernel_and_keeps_its_state(
         auto_run=True,
     )
     running = threading.Event()
-    thread = when(running, ctrl_c)
     stream = interpreter.chat("sleep", stream=True, display=False)
+    thread = when(running, ctrl_c, stream)
     try:
         with pytest.raises(KeyboardInterrupt):
             for chunk in stream:
