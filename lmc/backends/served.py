@@ -185,8 +185,8 @@ class _Reader:
             else:
                 response = self.client.request(method, url, json=body)
             return response.json() if response.status_code < 400 else None
-        except (httpx.HTTPError, ValueError):
-            return None
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError):  # a malformed api_base too:
+            return None  # this runs in a thread, and the request path says it in one line
 
 
 def _entry(listing: Any, model: str | None, *keys: str) -> dict[str, Any] | None:

@@ -318,3 +318,22 @@ def test_the_served_reads_and_the_model_list_are_all_in_flight_at_once() -> None
                 "8,192 tokens (/v1/models max_model_len)",
             )
     assert broken == []
+
+
+def test_a_malformed_api_base_raises_nothing_in_the_reading_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The context's GETs run in threads: a URL httpx refuses (``http://[::1``) must not end
+    one of them with a traceback on the person's terminal (the request path says it once)."""
+    import threading
+
+    from lmc.backends.served import ServedAnswers
+
+    died: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: died.append(args.exc_value))
+    answers = ServedAnswers(BackendConfig(api_base="http://[::1"))
+    try:
+        assert [answers.get(i) for i in range(4)] == [None, None, None, None]
+    finally:
+        answers.close()
+    assert died == []
