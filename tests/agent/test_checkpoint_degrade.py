@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.agent_testing import MakeInterpreter, python_call, shell_call
+from support.workspace_testing import empty
 
 from lmc.agent.checkpoints import Checkpointer
 from lmc.computer import Computer
@@ -36,11 +37,7 @@ def computer(project: Path) -> Iterator[Computer]:
 
 @pytest.fixture
 def fresh(project: Path) -> Path:
-    for path in sorted(project.rglob("*"), reverse=True):
-        if path.is_dir() and not path.is_symlink():
-            path.rmdir()
-        else:
-            path.unlink()
+    empty(project)
     (project / "notes.txt").write_text("alpha\n")
     return project
 

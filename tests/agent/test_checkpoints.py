@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.agent_testing import MakeInterpreter
-from support.workspace_testing import files_of, git, git_state
+from support.workspace_testing import empty, files_of, git, git_state
 
 from lmc.computer import Computer
 from lmc.errors import WorkspaceError
@@ -47,11 +47,7 @@ def computer(project: Path) -> Iterator[Computer]:
 @pytest.fixture
 def fresh(project: Path) -> Path:
     """The project as a new git repository with a stash, a staged change and odd modes."""
-    for path in sorted(project.rglob("*"), reverse=True):
-        if path.is_dir() and not path.is_symlink():
-            path.rmdir()
-        else:
-            path.unlink()
+    empty(project)
     git(project, "init", "-q")
     (project / "notes.txt").write_text("alpha\nbeta\n")
     (project / "tool.sh").write_text("#!/bin/sh\necho tool\n")

@@ -4,13 +4,12 @@ gpt-oss's gpt_oss/chat.py -a, declares the tool), lmc confirms, applies, answers
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.agent_testing import MakeInterpreter
-from support.workspace_testing import files_of
+from support.workspace_testing import empty, files_of
 
 from lmc.agent.patch_tool import apply_patch_instructions
 from lmc.agent.tool_calls import TOOL_DECLINED
@@ -64,11 +63,7 @@ def computer(project: Path) -> Iterator[Computer]:
 
 @pytest.fixture
 def fresh(project: Path) -> Path:
-    for path in project.iterdir():
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+    empty(project)
     (project / "notes.txt").write_bytes(b"alpha\nbeta\ngamma\n")
     return project
 

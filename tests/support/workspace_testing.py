@@ -42,3 +42,12 @@ def git_state(project: Path) -> str:
             digest.update(str(path.relative_to(project)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def empty(folder: Path) -> None:
+    """Remove everything in ``folder`` (links themselves, never what they point at)."""
+    for path in sorted(folder.rglob("*"), reverse=True):
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink()
