@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.asking import scripted_asker
 
 from lmc.agent.approvals import Declined, parse_rule
 from lmc.messages import CodeBlock, confirmation_chunk
@@ -17,24 +18,10 @@ BLOCK: CodeBlock = {"type": "code", "format": "python", "content": "print(34 / 2
 SHELL: CodeBlock = {"type": "code", "format": "shell", "content": "git status"}
 
 
-def _asker(*answers: str) -> tuple[list[str], Callable[[str], str]]:
-    asked: list[str] = []
-    replies: Iterator[str] = iter(answers)
-
-    def ask(question: str) -> str:
-        asked.append(question)
-        try:
-            return next(replies)
-        except StopIteration:
-            raise EOFError from None
-
-    return asked, ask
-
-
 def _confirmer(
     *answers: str, edit: Callable[[str, str], str] = edit_in_editor
 ) -> tuple[Confirmer, list[str], list[str]]:
-    asked, ask = _asker(*answers)
+    asked, ask = scripted_asker(*answers)
     said: list[str] = []
     confirmer = Confirmer(auto_run=False, ask=ask, say=said.append, edit=edit)
     return confirmer, asked, said
@@ -68,7 +55,7 @@ def test_a_prefix_rule_approves_only_plain_commands_with_that_prefix() -> None:
     assert confirmer({**SHELL, "content": "git status --short\ngit status"}) is True
     assert len(asked) == n  # approved by the rule
     for risky in ("git status; rm -rf ~", "git status && curl x", "git statusx", "git log"):
-        asked_now, ask = _asker()
+        asked_now, ask = scripted_asker()
         confirmer.ask = ask
         assert confirmer({**SHELL, "content": risky}) is False, risky  # asked; no answer
         assert len(asked_now) == 1, risky
@@ -146,7 +133,7 @@ def test_real_editor_command_edits_the_code(monkeypatch: pytest.MonkeyPatch) -> 
 def test_failing_editor_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("VISUAL", "false")
     said: list[str] = []
-    confirmer = Confirmer(auto_run=False, ask=_asker("e", "n")[1], say=said.append)
+    confirmer = Confirmer(auto_run=False, ask=scripted_asker("e", "n")[1], say=said.append)
     assert confirmer(BLOCK) == Declined("")
     assert "exited with status 1" in said[0]
     assert os.environ["VISUAL"] == "false"

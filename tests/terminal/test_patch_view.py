@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
 
 from rich.console import Console
+from support.asking import scripted_asker
 
 from lmc.messages import ToolCallBlock
 from lmc.terminal.confirm import Confirmer
@@ -70,20 +70,6 @@ def test_a_patch_that_does_not_parse_is_shown_as_written_under_the_reason() -> N
     assert [text for text, _ in lines[1:]] == ["*** Begin Patch", "*** Frob: x", "*** End Patch"]
 
 
-def _asker(*answers: str) -> tuple[list[str], Callable[[str], str]]:
-    asked: list[str] = []
-    replies: Iterator[str] = iter(answers)
-
-    def ask(question: str) -> str:
-        asked.append(question)
-        try:
-            return next(replies)
-        except StopIteration:
-            raise EOFError from None
-
-    return asked, ask
-
-
 def _terminal() -> tuple[Terminal, io.StringIO]:
     out = io.StringIO()
     terminal = Terminal(out)
@@ -95,7 +81,7 @@ def _terminal() -> tuple[Terminal, io.StringIO]:
 
 def test_the_confirm_view_shows_the_diff_and_a_approves_later_patches() -> None:
     terminal, out = _terminal()
-    asked, ask = _asker("a")
+    asked, ask = scripted_asker("a")
     said: list[str] = []
     confirmer = Confirmer(auto_run=False, terminal=terminal, ask=ask, say=said.append)
     assert confirmer(BLOCK) is True
@@ -118,7 +104,7 @@ def test_the_confirm_view_shows_the_diff_and_a_approves_later_patches() -> None:
 
 def test_n_declines_with_a_reason_and_e_edits_the_patch() -> None:
     terminal, _ = _terminal()
-    _asked, ask = _asker("n wrong file", "e")
+    _asked, ask = scripted_asker("n wrong file", "e")
     edited = PATCH.replace("+new", "+newer")
     confirmer = Confirmer(
         auto_run=False,
@@ -136,7 +122,7 @@ def test_r_offers_a_rule_for_patches_and_config_rules_name_the_tool() -> None:
     from lmc.agent.approvals import Approvals
 
     terminal, _ = _terminal()
-    asked, ask = _asker("r", "", "s")  # the offered rule, for the session
+    asked, ask = scripted_asker("r", "", "s")  # the offered rule, for the session
     said: list[str] = []
     confirmer = Confirmer(auto_run=False, terminal=terminal, ask=ask, say=said.append)
     assert confirmer(BLOCK) is True
