@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -29,6 +28,7 @@ from typing import Final
 
 from lmc.computer.sandbox.detect import find_tool
 from lmc.computer.sandbox.launcher import launch
+from lmc.paths import host_which
 
 __all__ = ["SharedNetwork"]
 
@@ -49,7 +49,7 @@ class SharedNetwork:
     def join_prefix(self) -> list[str]:
         """The command prefix that starts a program in the shared namespace; empty when
         there is none to join (each kernel then gets its own, as before)."""
-        nsenter = shutil.which("nsenter")
+        nsenter = host_which("nsenter")  # never a ./nsenter the code planted
         if nsenter is None:
             return []
         with self._lock:
