@@ -726,7 +726,7 @@ def summary(results: list[dict[str, Any]], variants: list[str]) -> dict[str, dic
             "processes_seen": median([float(r["processes_seen"]) for r in rs]),
             "server_seen": sum(1 for r in rs if r["server_seen"] and r["listening"]),
             "examples": sorted({x for r in rs for x in r["left_later"]})[:4],
-            "problems": [p for r in rs for p in r["problems"]][:4],
+            "problems": list(dict.fromkeys(p[:160] for r in rs for p in r["problems"]))[:2],
         }
     return out
 
