@@ -9,7 +9,7 @@ its tool speaks (the approach of the shared ``bench/bench_vs_codex.py``, reimple
    model forgot it). lmc hands the block back as a job after ``--block-timeout`` (2 s here;
    default 30 s). Codex's ``exec_command`` yields a still-running command as a session after
    its ``yield_time_ms`` (a model argument, no setting: 10 s when the model leaves it out); the
-   Codex row passes the same 2 s, and ``codex, default yield`` leaves it out.
+   ``codex`` variant passes the same 2 s, ``codex-default`` leaves it out.
 1. ``curl`` it: the answer must list ``hello-TAG.txt`` (the file exists only in that folder).
 2. Stop it. lmc: its ``jobs`` function, ``{"action": "stop", "job": N}`` with N read from the
    hand-back note. Codex: ``write_stdin`` ``{"session_id": N, "chars": "\\u0003"}`` (Ctrl-C to
@@ -26,7 +26,8 @@ lmc gets ``/v1/completions`` SSE with raw Harmony text (an analysis message, the
 items of the ``exec_command`` tool its request declares ({"cmd", "yield_time_ms"}); its tool
 outputs are the ``function_call_output`` items of the next request's ``input``.
 
-A run *finished* when the tool exited 0, the server saw steps 0..3 in order, the start was
+A run *finished* when the tool exited 0, the server saw steps 0..3 in order (0..2 with
+``--no-stop``: the model skips step 2 and the tool must end the server itself), the start was
 handed back (lmc: "as job N"; Codex: "session ID N"), the curl output listed the file, the stop
 worked (lmc: "job N stopped"; Codex: "Process exited with code") and stdout carries the final
 answer.
@@ -40,8 +41,9 @@ any network namespace (lmc's sandboxed kernels have their own loopback, invisibl
 host's ``ss``). A run in which the dev server's process or its listener was not seen while it
 ran does not count as finished: the counts would be blind to it.
 
-Sandbox on: lmc ``--sandbox workspace`` (network off: the kernels share a loopback of their
-own, so the server and curl meet there); Codex ``-s workspace-write`` with
+Without asking: lmc ``run -y``; ``codex exec`` never asks (0.169 has no ``--full-auto``: exec
+is that). Sandbox on: lmc ``--sandbox workspace`` (network off: the kernels share a loopback of
+their own, so the server and curl meet there); Codex ``-s workspace-write`` with
 ``sandbox_workspace_write.network_access=true``, because with the network off (its default)
 Codex's seccomp filter refuses the server's socket() and the task cannot be done at all: the
 ``codex-no-network`` variant shows that (it never finishes).
@@ -741,7 +743,7 @@ def table(s: dict[str, dict[str, Any]], variants: list[str], info: dict[str, Any
     names = {
         "lmc": "lmc",
         "codex": f"Codex (yield {info['block_timeout']:g} s)",
-        "codex-default": "Codex (yield 10 s)",
+        "codex-default": f"Codex (yield {CODEX_DEFAULT_YIELD_MS / 1000:g} s)",
         "codex-no-network": "Codex (no network)",
     }
     head = f"{'':34}" + "".join(f"{names[v]:>20}" for v in variants)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -47,8 +48,8 @@ def test_lmc_finishes_the_dev_server_task_with_nothing_left(
     out = tmp_path / "figures.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     argv = [
-        sys.executable, str(SCRIPT), "--lmc", f"{sys.executable} -m lmc", "--tools", "lmc",
-        "--rounds", "1", "--no-warm-up", "--settle", "20", "--timeout", "300",
+        sys.executable, str(SCRIPT), "--lmc", f"{shlex.quote(sys.executable)} -m lmc",
+        "--tools", "lmc", "--rounds", "1", "--no-warm-up", "--settle", "20", "--timeout", "300",
         "--tmp-root", str(short_tmpdir), "--out", str(out),
     ]  # fmt: skip
     if not stop:
