@@ -41,6 +41,7 @@ def _bench() -> ModuleType:
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 @pytest.mark.parametrize("stop", [True, False], ids=["stopped-by-the-model", "left-to-lmc"])
 def test_lmc_finishes_the_dev_server_task_with_nothing_left(
     short_tmpdir: Path, tmp_path: Path, stop: bool
