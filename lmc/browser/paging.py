@@ -14,7 +14,7 @@ Two ways to measure, both written here from that description:
   views end on the same line whatever the text. A token that holds part of a multi-byte
   character decodes to a replacement character, so the sum can run ahead of the text; the
   reference cuts where the sum says, and so does this.
-- a token counter (all a model backend offers): the fewest lines from the view's start whose
+- a token counter (all a server backend offers): the fewest lines from the view's start whose
   text, with the newline after the last one, holds more than ``view_tokens`` tokens. No token
   of o200k's pre-tokenizer spans a newline followed by the next ``L{n}:``, so the tokens of
   that text are the ones that start in those lines: the same line as the reference whenever
@@ -37,15 +37,15 @@ LONGEST_TOKEN: Final = 128
 
 @dataclass(frozen=True, slots=True)
 class TokenLengths:
-    """A tokenizer as the reference uses it: each token's decoded length, and the longest."""
+    """A tokenizer as the reference uses it: each token's decoded length (None where it
+    cannot tell: the view is then counted), and the longest a token decodes to."""
 
-    lengths: Callable[[str], list[int]]
+    lengths: Callable[[str], list[int] | None]
     longest: int = LONGEST_TOKEN
 
 
-def _end_by_lengths(text: str, view_tokens: int, tokens: TokenLengths) -> int | None:
+def _end_by_lengths(text: str, view_tokens: int, lengths: list[int]) -> int | None:
     """Lines of ``text`` the view shows, or None for all of them."""
-    lengths = tokens.lengths(text[: (view_tokens + 1) * tokens.longest])
     if len(lengths) <= view_tokens:
         return None
     return text[: sum(lengths[:view_tokens])].count("\n") + 1
@@ -88,16 +88,19 @@ def view_end(
     token_lengths: TokenLengths | None = None,
 ) -> int:
     """The index after the last line of the view that starts at ``loc``: ``num_lines`` lines
-    when given, else as many as ``view_tokens`` reaches (measured by ``token_lengths`` when
-    given, else by ``count_tokens``)."""
+    when given, else as many as ``view_tokens`` reaches (measured by ``token_lengths`` when it
+    tells, else by ``count_tokens``)."""
     total = len(lines)
     if num_lines > 0:
         return min(loc + num_lines, total)
     text = join_lines(lines[loc:], numbered=True, offset=loc)
     if len(text) <= view_tokens:
         return total
+    lengths = None
     if token_lengths is not None:
-        shown = _end_by_lengths(text, view_tokens, token_lengths)
+        lengths = token_lengths.lengths(text[: (view_tokens + 1) * token_lengths.longest])
+    if lengths is not None:
+        shown = _end_by_lengths(text, view_tokens, lengths)
     else:
         shown = _end_by_count(lines, loc, view_tokens, count_tokens)
     return total if shown is None else min(loc + shown, total)

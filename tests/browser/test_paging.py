@@ -18,7 +18,7 @@ import tiktoken
 from support.o200k import o200k_base, token_lengths
 
 from lmc.browser.page import page_from_html, wrap_lines
-from lmc.browser.paging import view_end
+from lmc.browser.paging import TokenLengths, view_end
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "browser"
 ENDS: dict[str, list[int]] = json.loads((FIXTURES / "reference_long_page.json").read_text())[
@@ -89,6 +89,14 @@ def test_a_counter_alone_differs_only_where_a_token_splits_a_character(
             )
             assert counted == end or (not whole and counted == end - 1), (size, loc)
     del lengths
+
+
+def test_a_tokenizer_that_cannot_tell_lengths_is_counted(o200k: tiktoken.Encoding) -> None:
+    """A server backend's ``token_lengths`` is None: its views are counted instead."""
+    count, silent = _counter(o200k), TokenLengths(lambda text: None)
+    for loc in (0, 36, 211, 402):
+        with_lengths = view_end(LINES, loc, -1, 1024, count_tokens=count, token_lengths=silent)
+        assert with_lengths == view_end(LINES, loc, -1, 1024, count_tokens=count)
 
 
 def test_num_lines_and_short_texts_need_no_tokenizer() -> None:
