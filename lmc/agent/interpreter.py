@@ -197,6 +197,11 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         """Tokens of ``text`` in this model: the browser sizes its views with it."""
         return self.backend.count_tokens(text)
 
+    def _token_lengths(self, text: str) -> list[int] | None:
+        """Each token's decoded length, where the model is tokenized here (the browser ends
+        views with it as the reference does)."""
+        return self.backend.token_lengths(text)
+
     def _open_browser(self) -> None:
         """Make the browser tool the settings ask for; ConfigError (one line) when its backend
         is unusable (no URL, no key, not a folder), before the model is asked anything."""
@@ -204,7 +209,11 @@ class Interpreter(ChatMixin, WorkspaceMixin):
         if s.browser is None or self.browser_tools is not None:
             return
         self.browser_tools = browser_tools(
-            s.browser, s.browser_url, s.browser_allow_private, self._count_tokens
+            s.browser,
+            s.browser_url,
+            s.browser_allow_private,
+            self._count_tokens,
+            self._token_lengths,
         )
         # apply_patch last: the reference's namespace ends with it.
         self._loop.tools = tool_set(self.tools, self.browser_tools, self.job_tools, self.patch_tool)

@@ -83,14 +83,18 @@ def browser_tools(
     url: str | None,
     allow_private: bool,
     count_tokens: Callable[[str], int],
+    token_lengths: Callable[[str], list[int] | None] | None = None,
 ) -> BrowserTools:
-    """The browser tool over the backend named (or given); ConfigError when unusable."""
+    """The browser tool over the backend named (or given); ConfigError when unusable. Views
+    are measured by ``token_lengths`` where the model is tokenized here, else counted."""
     from lmc.browser import make_backend
+    from lmc.browser.paging import TokenLengths
     from lmc.browser.session import Browser
     from lmc.browser.tools import BrowserTools
 
     backend = make_backend(browser, url, allow_private=allow_private)
-    return BrowserTools(Browser(backend, count_tokens=count_tokens))
+    lengths = TokenLengths(token_lengths) if token_lengths is not None else None
+    return BrowserTools(Browser(backend, count_tokens=count_tokens, token_lengths=lengths))
 
 
 def patch_tool(s: Settings, root: Callable[[], Path]) -> PatchTool | None:

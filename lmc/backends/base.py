@@ -162,6 +162,14 @@ class Backend(ABC):
     def count_tokens(self, text: str) -> int:
         """How many tokens ``text`` (with special-token markers) takes in this model."""
 
+    def token_lengths(self, text: str) -> list[int] | None:
+        """Each token's decoded length in ``text`` read as plain text (markers not parsed,
+        where the tokenizer allows; a token holding part of a character decodes to one
+        replacement character), or None where the model is not tokenized here. The browser
+        ends its views with it as OpenAI's reference does (:mod:`lmc.browser.paging`)."""
+        del text
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Free the model's resources."""
 

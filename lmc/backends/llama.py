@@ -201,6 +201,13 @@ class LlamaCppBackend(Backend):
     def count_tokens(self, text: str) -> int:
         return len(self._tokenize(text.encode("utf-8")))
 
+    def token_lengths(self, text: str) -> list[int]:
+        if not text:
+            return []
+        with _llama_errors("tokenize"):
+            ids = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        return [len(self._piece(token).decode("utf-8", errors="replace")) for token in ids]
+
     def close(self) -> None:
         llm = getattr(self, "_llm", None)
         if llm is not None:

@@ -4,8 +4,9 @@
 so the model meets the tool it was trained with: every call pushes a page and shows a view of
 it under the next cursor; ``open`` follows a link by number (on the page of ``cursor``, the
 latest by default), opens a URL, or scrolls with ``loc``/``num_lines``; ``find`` lists the
-lines holding a pattern as a page of its own. A view is at most ``view_tokens`` long, so a
-long page costs the context one screen at a time. Mistakes (a bad cursor, a link id that is
+lines holding a pattern as a page of its own. A view ends where the reference's
+``view_tokens`` limit falls (:mod:`lmc.browser.paging`), so a long page costs the context one
+screen at a time. Mistakes (a bad cursor, a link id that is
 not on the page) and failures of the backend come back as text for the model, never raised.
 """
 
@@ -17,6 +18,7 @@ from typing import Final
 from lmc.browser.backends import SearchBackend
 from lmc.browser.fetch import VIEW_SOURCE
 from lmc.browser.page import Page, find_in_page, join_lines, render_view, wrap_lines
+from lmc.browser.paging import TokenLengths, view_end
 from lmc.errors import BrowserError
 
 __all__ = ["Browser", "BrowserUsageError", "estimate_tokens"]
@@ -26,7 +28,6 @@ VIEW_TOKENS: Final = 1024
 #: Results asked of the backend per search (the reference's ``max_search_results``).
 SEARCH_RESULTS: Final = 20
 _URL_IN_ERROR: Final = 1024
-_CHARS_PER_TOKEN_BOUND: Final = 16
 
 
 class BrowserUsageError(Exception):
@@ -51,10 +52,13 @@ class Browser:
         *,
         view_tokens: int = VIEW_TOKENS,
         count_tokens: Callable[[str], int] = estimate_tokens,
+        token_lengths: TokenLengths | None = None,
     ) -> None:
         self.backend = backend
         self.view_tokens = view_tokens
         self.count_tokens = count_tokens
+        #: Each token's decoded length, when the tokenizer tells: the reference's own measure.
+        self.token_lengths = token_lengths
         self.stack: list[Page] = []
         self._by_url: dict[str, Page] = {}
 
@@ -85,34 +89,6 @@ class Browser:
                 f"Cursor `{cursor}` is out of range. Available cursor indices: [0 - {self.cursor}]."
             ) from None
 
-    def _end(self, loc: int, num_lines: int, lines: list[str]) -> int:
-        """Where a view that starts at ``loc`` ends: ``num_lines``, else the fewest lines that
-        reach ``view_tokens`` in the model's own tokens (the line that crosses the limit is
-        shown whole, as in the reference), found by bisection: a few counts per view."""
-        total = len(lines)
-        if num_lines > 0:
-            return min(loc + num_lines, total)
-
-        def cost(count: int) -> int:
-            shown = join_lines(lines[loc : loc + count], numbered=True, offset=loc)
-            return self.count_tokens(shown)
-
-        # No token is longer than this many characters in practice: bounds what is counted.
-        budget_chars, most = self.view_tokens * _CHARS_PER_TOKEN_BOUND, 0
-        while loc + most < total and budget_chars > 0:
-            budget_chars -= len(lines[loc + most]) + 8
-            most += 1
-        if cost(most) <= self.view_tokens:
-            return loc + most
-        low, high = 1, most  # cost(high) is over the limit
-        while low < high:
-            middle = (low + high) // 2
-            if cost(middle) > self.view_tokens:
-                high = middle
-            else:
-                low = middle + 1
-        return loc + low
-
     def _show(self, loc: int = 0, num_lines: int = -1) -> str:
         """A view of the latest page; a view that cannot be shown takes its page back off."""
         page = self.stack[-1]
@@ -123,7 +99,14 @@ class Browser:
                 f"Invalid location parameter: `{loc}`. "
                 f"Cannot exceed page maximum of {len(lines) - 1}."
             )
-        end = self._end(loc, num_lines, lines)
+        end = view_end(
+            lines,
+            loc,
+            num_lines,
+            self.view_tokens,
+            count_tokens=self.count_tokens,
+            token_lengths=self.token_lengths,
+        )
         body = join_lines(lines[loc:end], numbered=True, offset=loc)
         return render_view(page, self.cursor, first=loc, end=end, total=len(lines), body=body)
 

@@ -196,5 +196,8 @@ class TurnTakingBackend(Backend):
     def count_tokens(self, text: str) -> int:
         return self._shared.count_tokens(text)
 
+    def token_lengths(self, text: str) -> list[int] | None:
+        return self._shared.token_lengths(text)
+
     def close(self) -> None:
         """The shared model stays open for the other connections."""

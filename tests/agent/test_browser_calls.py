@@ -197,6 +197,11 @@ def test_a_long_page_costs_one_view_of_the_context(
     assert "\nL200: " in second and "\nL202: " in second and "L203: " not in second
     used = [backend.inner.count_tokens(p) for p in backend.prompts]
     assert used[1] - used[0] < 1_600  # one view (about 1,024 tokens) and the call, not the page
+    # Views are measured by the model's own token lengths, as the reference measures them (the
+    # tiny vocabulary splits "é" into two byte tokens, each a replacement character).
+    assert interpreter.browser_tools is not None
+    lengths = interpreter.browser_tools.browser.token_lengths
+    assert lengths is not None and lengths.lengths("é") == [1, 1]
 
 
 def test_without_the_browser_nothing_changes(make_interpreter: MakeInterpreter) -> None:

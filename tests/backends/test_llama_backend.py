@@ -268,6 +268,22 @@ def test_count_tokens_parses_markers(make_backend: MakeBackend) -> None:
     assert backend.count_tokens("é") == 2
 
 
+def test_token_lengths_read_markers_as_text_and_split_characters(
+    make_backend: MakeBackend,
+) -> None:
+    """What the browser sizes views with, as OpenAI's reference does (tiktoken's
+    ``len(decode([token]))`` with ``disallowed_special=()``)."""
+    backend = make_backend()
+    assert sum(backend.token_lengths("hello world")) == 11
+    assert backend.token_lengths("<|call|>") == [1] * 8  # text, not the marker
+    # ... except five markers that llama.cpp parses in a gpt-oss vocabulary even when asked
+    # not to (<|start|>, <|channel|>, <|message|>, <|constrain|>, <|end|>): one token each,
+    # where the reference reads their characters.
+    assert backend.token_lengths("<|start|>") == [9]
+    assert backend.token_lengths("é") == [1, 1]  # two byte tokens: a replacement character each
+    assert backend.token_lengths("") == []
+
+
 def test_open_backend_with_a_replay_file(tiny_model: Path, tmp_path: Path) -> None:
     from support.replay import write_replay
 

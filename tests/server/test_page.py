@@ -5,7 +5,6 @@ app with the tiny model replaying."""
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
@@ -138,6 +137,34 @@ def test_decline_then_run_in_the_browser(
     ]
 
 
+# Run in the page before it asks for the microphone: the stream getUserMedia gives the page
+# also feeds a counter of the samples it carried (the audio's own clock, not the wall's) and of
+# the loud ones among them. The page's MediaRecorder records that same stream.
+LISTEN = """
+const ask = navigator.mediaDevices.getUserMedia.bind(navigator.mediaDevices);
+window.heard = { samples: 0, loud: 0, rate: 0 };
+navigator.mediaDevices.getUserMedia = async (constraints) => {
+  const stream = await ask(constraints);
+  const context = new AudioContext();
+  const counter = context.createScriptProcessor(4096, 1, 1);
+  counter.onaudioprocess = (event) => {
+    const samples = event.inputBuffer.getChannelData(0);
+    window.heard.rate = context.sampleRate;
+    window.heard.samples += samples.length;
+    window.heard.loud += samples.filter((x) => Math.abs(x) > 0.05).length;
+  };
+  context.createMediaStreamSource(stream).connect(counter);
+  counter.connect(context.destination);
+  await context.resume();
+  return stream;
+};
+"""
+# True once the stream has carried arguments[0] seconds of audio, some of it loud.
+HEARD = (
+    "const h = window.heard; return h.rate > 0 && h.loud > 0 && h.samples >= arguments[0] * h.rate;"
+)
+
+
 def test_the_record_button_sends_speech_that_is_heard_and_answered(
     serve: Callable[..., Served], whisper_model_dir: Path, tmp_path: Path
 ) -> None:
@@ -151,16 +178,19 @@ def test_the_record_button_sends_speech_that_is_heard_and_answered(
         "--use-fake-ui-for-media-stream",
         "--use-fake-device-for-media-stream",
         f"--use-file-for-fake-audio-capture={wav}%noloop",
+        "--autoplay-policy=no-user-gesture-required",  # the listener's AudioContext runs
     ]
     browser = next(driver := _browser(tmp_path, fake_microphone))
     try:
         wait = WebDriverWait(browser, WAIT)
         browser.get(f"{served.live.http}/?token={TOKEN}")
         wait.until(ec.element_to_be_clickable((By.ID, "send")))
+        browser.execute_script(LISTEN)
         browser.find_element(By.ID, "record").click()
         wait.until(ec.text_to_be_present_in_element((By.ID, "record"), "Stop recording"))
-        # The fake microphone plays the file in real time from when recording starts.
-        time.sleep(seconds + 1.5)
+        # The fake microphone plays the file in real time: stop once the stream the page
+        # records has carried all of it and a second of the silence after it.
+        wait.until(lambda d: d.execute_script(HEARD, seconds + 1.0))
         browser.find_element(By.ID, "record").click()
         wait.until(ec.text_to_be_present_in_element((By.ID, "log"), "It is 42."))
         [heard] = [e.text.lower() for e in browser.find_elements(By.CSS_SELECTOR, ".msg.user")]

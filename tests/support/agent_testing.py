@@ -48,6 +48,9 @@ class RecordingBackend(Backend):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    def token_lengths(self, text: str) -> list[int] | None:
+        return self.inner.token_lengths(text)
+
     def close(self) -> None:
         self.inner.close()
 
