@@ -248,8 +248,13 @@ class Checkpointer:
     def _left_out(self, snap: Snapshot) -> str | None:
         folders = [f for f in snap.left_out if f"{f}/" not in self._said]
         files = [f for f in snap.skipped if f not in self._said]
+        unstorable = [(p, why) for p, why in snap.unstorable if f"{p}\0{why}" not in self._said]
         self._said.update([*(f"{f}/" for f in folders), *files])
-        parts = []
+        self._said.update(f"{p}\0{why}" for p, why in unstorable)
+        parts = [
+            f"{name_for_terminal(path)} left out of checkpoints: {why} (undo leaves it as it is)"
+            for path, why in unstorable
+        ]
         if folders:
             shown = ", ".join(f"{f}/" for f in folders)
             parts.append(
@@ -403,6 +408,11 @@ def _restore(
     if not repo.workdir.is_dir():
         raise WorkspaceError(f"the working directory {repo.workdir} is gone: nothing to restore")
     current = repo.snapshot()
+    problems.extend(
+        f"{name_for_terminal(path)}: left out of checkpoints ({why}), so undo cannot "
+        "restore it and leaves it as it is"
+        for path, why in current.unstorable
+    )
     if any(not record.after for record in records):
         if not force:
             raise WorkspaceError(
