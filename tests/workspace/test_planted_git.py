@@ -16,8 +16,9 @@ from lmc.workspace.planted_git import MAX_DEPTH, OFF_SUFFIX, find_risks, risks_n
 
 def persons_git(folder: Path, home: Path, *args: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="p",
-               GIT_AUTHOR_EMAIL="p@x", GIT_COMMITTER_NAME="p", GIT_COMMITTER_EMAIL="p@x")  # fmt: skip
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1")
+    env.update(GIT_AUTHOR_NAME="p", GIT_AUTHOR_EMAIL="p@x")
+    env.update(GIT_COMMITTER_NAME="p", GIT_COMMITTER_EMAIL="p@x")
     subprocess.run(["git", *args], cwd=folder, env=env, capture_output=True, check=False)
 
 
