@@ -101,3 +101,33 @@ def test_a_plain_git_init_and_commit_raise_no_warning(
     assert "git to run programs" not in _said(chunks)
     assert "#lmc-off#" not in (project / ".git" / "config").read_text()
     assert "git to run programs" not in backend.prompts[-1]
+
+
+def test_the_persons_own_hook_is_left_alone_until_the_code_changes_it(
+    make_interpreter: MakeInterpreter, place: tuple[Path, Computer], tmp_path: Path
+) -> None:
+    """A repository two folders down (not one the sandbox keeps read-only) with the person's
+    own executable hook: a block that leaves it alone raises nothing; one that rewrites it
+    gets it switched off."""
+    project, computer = place
+    nested = project / "a" / "b"
+    nested.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=nested, check=True)
+    hook = nested / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    calls = [
+        shell_call("echo LOOKED"),
+        shell_call(f"echo 'touch {tmp_path / 'RAN'}' >> {hook} && echo CHANGED"),
+        FINAL.format("done"),
+    ]
+    interpreter, _ = make_interpreter(calls, computer=computer, auto_run=True)
+    chunks = list(interpreter.chat("look, then change", stream=True, display=False))
+    said = _said(chunks)
+    assert said.count("git to run programs") == 1, said
+    assert "a/b/.git/hooks/pre-commit: an executable hook" in said
+    texts = [text_of(c) for c in chunks]
+    changed = next(i for i, t in enumerate(texts) if "CHANGED" in t)
+    warned = next(i for i, t in enumerate(texts) if "git to run programs" in t)
+    assert changed < warned  # not after the block that only looked
+    assert not hook.exists() and hook.with_name("pre-commit.lmc-off").exists()
