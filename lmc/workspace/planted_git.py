@@ -67,12 +67,22 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def _listing(root: Path, folder: str) -> dict[str, int] | None:
-    """A folder's entries and their modes (links not followed); None when it cannot be read."""
+def _kind(entry: os.DirEntry[str]) -> int:
+    """A folder, a link or anything else, from the listing itself (no stat per entry)."""
+    if entry.is_symlink():
+        return stat.S_IFLNK
+    return stat.S_IFDIR if entry.is_dir(follow_symlinks=False) else stat.S_IFREG
+
+
+def _listing(root: Path, folder: str, *, modes: bool = False) -> dict[str, int] | None:
+    """A folder's entries and their kinds (with ``modes``, their full modes; links not
+    followed); None when it cannot be read."""
     try:
         parts = checked_parts(folder) if folder else ()
         with open_folder(root, parts) as fd, os.scandir(fd) as listing:
-            return {entry.name: entry.stat(follow_symlinks=False).st_mode for entry in listing}
+            if modes:
+                return {e.name: e.stat(follow_symlinks=False).st_mode for e in listing}
+            return {entry.name: _kind(entry) for entry in listing}
     except (OSError, UnsafePathError):
         return None
 
@@ -168,7 +178,7 @@ def _hook_risks(root: Path, gitdir: str) -> list[GitRisk]:
         target = _link_target(root, hooks)
         return [GitRisk(hooks, "a hooks folder that is a link", target, f"{hooks}\0{target}")]
     out: list[GitRisk] = []
-    for name, mode in (_listing(root, hooks) or {}).items():
+    for name, mode in (_listing(root, hooks, modes=True) or {}).items():
         if name.endswith((".sample", OFF_SUFFIX)):
             continue
         path = _join(hooks, name)
