@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lmc.agent.git_guard import GitGuard
 from lmc.agent.storage import CheckpointRecord, ConversationStore
 from lmc.errors import WorkspaceError
 from lmc.messages import FilesChunk, Message
@@ -105,11 +106,8 @@ class Checkpointer:
         self._worked = False  # a snapshot succeeded in this session
         self._note: str | None = None
         self._said: set[str] = set()  # what was left out, said once
-        #: Switch off what makes git run a program in a repository the code made or changed
-        #: (False: only the warning; the tests show the attempt working without it).
-        self.git_guard = True
-        self._git_known: dict[Path, set[str]] = {}  # what was there before the first block
-        self._git_warning: str | None = None
+        #: What the code sets up for git to run, switched off after each block.
+        self.git = GitGuard(workdir)
         #: The last block that changed files: its shadow repository and the snapshot commits
         #: before and after it, for consumers that show the change itself (``lmc acp``'s diffs).
         self.last_change: tuple[ShadowRepo, str, str] | None = None
@@ -159,7 +157,7 @@ class Checkpointer:
         prepared, self._prepared = self._prepared, None
         if prepared is not None:
             prepared.join()
-        self._know_git()
+        self.git.before()
         if self.disabled is not None:
             return None
         try:
@@ -175,7 +173,7 @@ class Checkpointer:
     def after_block(self) -> FilesChunk | None:
         """Snapshot after the block; the ``files`` message when it changed files."""
         before, self._before = self._before, None
-        self._git_warning = self._check_git()  # before the snapshot: undo sees what it left
+        self.git.after()  # before the snapshot: undo sees what it left
         if before is None or self.disabled is not None:
             return None
         try:
@@ -197,35 +195,10 @@ class Checkpointer:
         self.last_change = (repo, before.commit, after.commit)
         return {"role": "computer", "type": "files", "format": "changes", "content": content}
 
-    def _know_git(self) -> None:
-        """What in the working directory's repositories runs programs before the session's
-        first block: the person's own (their hooks, their helpers), never warned about."""
-        from lmc.workspace.planted_git import find_risks
-
-        workdir = self._workdir().resolve()
-        if workdir not in self._git_known:
-            self._git_known[workdir] = {risk.key for risk in find_risks(workdir)}
-
-    def _check_git(self) -> str | None:
-        """After a block: what the code set up for git to run, switched off; the warning."""
-        from lmc.workspace.planted_git import find_risks, risks_note, switch_off
-
-        workdir = self._workdir().resolve()
-        known = self._git_known.get(workdir)
-        if known is None:
-            return None
-        new = [risk for risk in find_risks(workdir) if risk.key not in known]
-        if not new:
-            return None
-        problems = switch_off(workdir, new) if self.git_guard else []
-        known.update(risk.key for risk in new)  # said once
-        return risks_note(new, problems, switched=self.git_guard)
-
     def after_warning(self) -> str | None:
         """After :meth:`after_block`: what the code set up for git to run (the person and the
         model are both told)."""
-        warning, self._git_warning = self._git_warning, None
-        return warning
+        return self.git.warning()
 
     def _mark_unknown(self) -> None:
         """This turn's files after its code are not known (a snapshot failed): undo must not

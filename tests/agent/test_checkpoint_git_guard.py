@@ -61,7 +61,7 @@ def test_a_planted_fsmonitor_does_not_run_at_the_persons_git(
         [plant(project, marker), FINAL.format("done")], computer=computer, auto_run=True
     )
     assert interpreter.checkpointer is not None
-    interpreter.checkpointer.git_guard = guard
+    interpreter.checkpointer.git.switch_off = guard
     chunks = list(interpreter.chat("make a repository", stream=True, display=False))
     output = "".join(text_of(c) for c in chunks if c.get("type") == "console")
     assert "PLANTED" in output, output
@@ -131,3 +131,21 @@ def test_the_persons_own_hook_is_left_alone_until_the_code_changes_it(
     warned = next(i for i, t in enumerate(texts) if "git to run programs" in t)
     assert changed < warned  # not after the block that only looked
     assert not hook.exists() and hook.with_name("pre-commit.lmc-off").exists()
+
+
+def test_with_checkpoints_off_the_plant_is_switched_off_all_the_same(
+    make_interpreter: MakeInterpreter, place: tuple[Path, Computer], tmp_path: Path
+) -> None:
+    project, computer = place
+    marker = tmp_path / "RAN-OUTSIDE"
+    interpreter, _ = make_interpreter(
+        [plant(project, marker), FINAL.format("done")],
+        computer=computer,
+        auto_run=True,
+        checkpoints=False,
+    )
+    assert interpreter.checkpointer is None
+    chunks = list(interpreter.chat("make a repository", stream=True, display=False))
+    assert ".git/config: core.fsmonitor = " in _said(chunks)
+    persons_git_status(project, tmp_path / "home")
+    assert not marker.exists()
