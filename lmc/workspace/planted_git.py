@@ -246,6 +246,22 @@ def _rename_off(root: Path, path: str) -> None:
         os.rename(parts[-1], parts[-1] + OFF_SUFFIX, src_dir_fd=fd, dst_dir_fd=fd)
 
 
+def _config_switched_off(text: str, lines: list[ConfigLine]) -> str:
+    """``text`` with ``lines`` (those still as they were found) commented out, and then any
+    setting that only became one by that (a key under a header lmc could not read falls under
+    the header before it) as well."""
+    before = risky_lines(text)
+    current = {line.lines for line in before}
+    text = switched_off(text, [line for line in lines if line.lines in current])
+    had = {(line.name, line.value) for line in before}
+    for _ in range(8):
+        more = [line for line in risky_lines(text) if (line.name, line.value) not in had]
+        if not more:
+            break
+        text = switched_off(text, more)
+    return text
+
+
 def switch_off(root: str | Path, risks: list[GitRisk]) -> list[str]:
     """Switch ``risks`` off where they are (see the module's docstring); the problems met."""
     base = Path(root).resolve()
@@ -263,12 +279,10 @@ def switch_off(root: str | Path, risks: list[GitRisk]) -> list[str]:
         try:
             data = read_regular(base, path, _MAX_CONFIG_BYTES) or b""
             text = data[:_MAX_CONFIG_BYTES].decode("utf-8", "surrogateescape")
-            current = {line.lines for line in risky_lines(text)}
-            wanted = [line for line in lines if line.lines in current]  # not changed since
             info = _lstat(base, path)
             mode = info.st_mode if info is not None else 0o644
-            write_regular(base, path, switched_off(text, wanted).encode("utf-8", "surrogateescape"),
-                          mode)  # fmt: skip
+            data = _config_switched_off(text, lines).encode("utf-8", "surrogateescape")
+            write_regular(base, path, data, mode)
         except (OSError, UnsafePathError) as exc:
             problems.append(f"{name_for_terminal(path)}: {exc}")
     return problems

@@ -111,3 +111,18 @@ def test_the_search_is_bounded_in_depth(tmp_path: Path) -> None:
         persons_git(folder, tmp_path, "init", "-q")
         persons_git(folder, tmp_path, "config", "core.pager", "less")
     assert [r.path for r in find_risks(work)] == ["d/d/d/d/.git/config"]
+
+
+def test_switching_off_an_unreadable_header_moves_no_setting_under_another(
+    tmp_path: Path,
+) -> None:
+    """``[ weird ]`` is commented out; the key under it then falls under ``[core]``: that
+    key is switched off too, never left as ``core.fsmonitor``."""
+    work = tmp_path / "work"
+    work.mkdir()
+    persons_git(work, tmp_path, "init", "-q")
+    config = work / ".git" / "config"
+    config.write_text(config.read_text() + "[ weird ]\n\tfsmonitor = /x/mon.sh\n")
+    switch_off(work, find_risks(work))
+    assert find_risks(work) == []
+    assert "#lmc-off# \tfsmonitor = /x/mon.sh" in config.read_text()
