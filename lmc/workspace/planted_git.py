@@ -247,19 +247,11 @@ def _rename_off(root: Path, path: str) -> None:
 
 
 def _config_switched_off(text: str, lines: list[ConfigLine]) -> str:
-    """``text`` with ``lines`` (those still as they were found) commented out, and then any
-    setting that only became one by that (a key under a header lmc could not read falls under
-    the header before it) as well."""
-    before = risky_lines(text)
-    current = {line.lines for line in before}
-    text = switched_off(text, [line for line in lines if line.lines in current])
-    had = {(line.name, line.value) for line in before}
-    for _ in range(8):
-        more = [line for line in risky_lines(text) if (line.name, line.value) not in had]
-        if not more:
-            break
-        text = switched_off(text, more)
-    return text
+    """``text`` with ``lines`` commented out, those still as they were found. (A key under a
+    header lmc cannot read is read under the header before it, as it is once that header is
+    commented out: no setting changes section by switching off.)"""
+    current = {line.lines for line in risky_lines(text)}
+    return switched_off(text, [line for line in lines if line.lines in current])
 
 
 def switch_off(root: str | Path, risks: list[GitRisk]) -> list[str]:
