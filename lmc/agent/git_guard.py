@@ -10,6 +10,7 @@ checkpoints off, :class:`GitGuardHooks` is the loop's block hook instead, so it 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,7 +36,8 @@ class GitGuard:
 
         workdir = self._workdir().resolve()
         if workdir not in self._known:
-            self._known[workdir] = {risk.key for risk in find_risks(workdir)}
+            with contextlib.suppress(OSError):  # a folder gone: nothing of the person's there
+                self._known[workdir] = {risk.key for risk in find_risks(workdir)}
 
     def after(self) -> None:
         """After a block: what is new is switched off; the warning kept for :meth:`warning`."""
@@ -45,7 +47,11 @@ class GitGuard:
         known = self._known.get(workdir)
         if known is None:
             return
-        new = [risk for risk in find_risks(workdir) if risk.key not in known]
+        try:
+            new = [risk for risk in find_risks(workdir) if risk.key not in known]
+        except OSError as exc:  # said, never the end of the turn
+            self._warning = f"lmc could not check the repositories the code may have made: {exc}"
+            return
         if not new:
             return
         problems = switch_off(workdir, new) if self.switch_off else []
