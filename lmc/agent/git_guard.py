@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lmc.messages import Message
+from lmc.messages.sanitize import name_for_terminal
 
 __all__ = ["GitGuard", "GitGuardHooks"]
 
@@ -50,7 +51,8 @@ class GitGuard:
         try:
             new = [risk for risk in find_risks(workdir) if risk.key not in known]
         except OSError as exc:  # said, never the end of the turn
-            self._warning = f"lmc could not check the repositories the code may have made: {exc}"
+            said = name_for_terminal(str(exc))
+            self._warning = f"lmc could not check the repositories the code may have made: {said}"
             return
         if not new:
             return
