@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lmc.agent.git_guard import GitGuard
 from lmc.agent.storage import CheckpointRecord, ConversationStore
 from lmc.errors import WorkspaceError
 from lmc.messages import FilesChunk, Message
@@ -105,6 +106,8 @@ class Checkpointer:
         self._worked = False  # a snapshot succeeded in this session
         self._note: str | None = None
         self._said: set[str] = set()  # what was left out, said once
+        #: What the code sets up for git to run, switched off after each block.
+        self.git = GitGuard(workdir)
         #: The last block that changed files: its shadow repository and the snapshot commits
         #: before and after it, for consumers that show the change itself (``lmc acp``'s diffs).
         self.last_change: tuple[ShadowRepo, str, str] | None = None
@@ -154,6 +157,7 @@ class Checkpointer:
         prepared, self._prepared = self._prepared, None
         if prepared is not None:
             prepared.join()
+        self.git.before()
         if self.disabled is not None:
             return None
         try:
@@ -169,6 +173,7 @@ class Checkpointer:
     def after_block(self) -> FilesChunk | None:
         """Snapshot after the block; the ``files`` message when it changed files."""
         before, self._before = self._before, None
+        self.git.after()  # before the snapshot: undo sees what it left
         if before is None or self.disabled is not None:
             return None
         try:
@@ -189,6 +194,11 @@ class Checkpointer:
         content = [change.as_content() for change in changes]
         self.last_change = (repo, before.commit, after.commit)
         return {"role": "computer", "type": "files", "format": "changes", "content": content}
+
+    def after_warning(self) -> str | None:
+        """After :meth:`after_block`: what the code set up for git to run (the person and the
+        model are both told)."""
+        return self.git.warning()
 
     def _mark_unknown(self) -> None:
         """This turn's files after its code are not known (a snapshot failed): undo must not
@@ -211,8 +221,13 @@ class Checkpointer:
     def _left_out(self, snap: Snapshot) -> str | None:
         folders = [f for f in snap.left_out if f"{f}/" not in self._said]
         files = [f for f in snap.skipped if f not in self._said]
+        unstorable = [(p, why) for p, why in snap.unstorable if f"{p}\0{why}" not in self._said]
         self._said.update([*(f"{f}/" for f in folders), *files])
-        parts = []
+        self._said.update(f"{p}\0{why}" for p, why in unstorable)
+        parts = [
+            f"{name_for_terminal(path)} left out of checkpoints: {why} (undo leaves it as it is)"
+            for path, why in unstorable
+        ]
         if folders:
             shown = ", ".join(f"{f}/" for f in folders)
             parts.append(
@@ -366,6 +381,11 @@ def _restore(
     if not repo.workdir.is_dir():
         raise WorkspaceError(f"the working directory {repo.workdir} is gone: nothing to restore")
     current = repo.snapshot()
+    problems.extend(
+        f"{name_for_terminal(path)}: left out of checkpoints ({why}), so undo cannot "
+        "restore it and leaves it as it is"
+        for path, why in current.unstorable
+    )
     if any(not record.after for record in records):
         if not force:
             raise WorkspaceError(

@@ -27,6 +27,7 @@ from lmc.agent.chatting import PRESTART, ChatMixin, Confirm
 from lmc.agent.checkpoints import Checkpointer, RewindReport
 from lmc.agent.compaction import Compactor
 from lmc.agent.display import Renderer
+from lmc.agent.git_guard import GitGuardHooks
 from lmc.agent.history import Entry, Transcript, result_for_dangling_call
 from lmc.agent.job_tool import JobTools
 from lmc.agent.kept_state import attach_state, kernel_state_for
@@ -188,6 +189,8 @@ class Interpreter(ChatMixin, WorkspaceMixin):
                 max_file_bytes=self._checkpoint_caps[0],
                 max_files=self._checkpoint_caps[1],
             )
+        else:  # what the code sets up for git to run is switched off all the same
+            self._loop.block_hooks = GitGuardHooks(self._workdir)
         if conversation_id is not None:
             self._resume(conversation_id)
         if computer is not None:

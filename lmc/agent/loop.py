@@ -417,9 +417,11 @@ class Loop:
         rerun: Iterable[Chunk] | None = None,
     ) -> Iterator[Chunk]:
         """Run the block (or stream ``rerun``, its second run) between the block hooks."""
-        yield from self.checkpointed(self._run_block(target, language, code, told, rerun))
+        yield from self.checkpointed(self._run_block(target, language, code, told, rerun), target)
 
-    def checkpointed(self, run: Iterator[Chunk]) -> Iterator[Chunk]:
+    def checkpointed(
+        self, run: Iterator[Chunk], target: ToolTarget | None = None
+    ) -> Iterator[Chunk]:
         """``run`` (a code block or a tool call) between the block hooks: the working
         directory's checkpoint before it, the files it changed after it (kept also when the
         run is interrupted or its consumer goes away)."""
@@ -443,6 +445,11 @@ class Loop:
         note = hooks.after_note() if hooks is not None else None
         if note:
             yield from self.notice(note)
+        warn = getattr(hooks, "after_warning", None)  # what the code set up git to run
+        warning = warn() if warn is not None else None
+        if warning:
+            told = self.result(target, warning) if target is not None else ""
+            yield from self.notice(warning, told)
 
     def _run_block(
         self,

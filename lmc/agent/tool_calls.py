@@ -103,7 +103,9 @@ class CallHost(Protocol):
 
     def record_run(self, target: ToolTarget, output: RunOutput, told: str) -> None: ...
 
-    def checkpointed(self, run: Iterator[Chunk]) -> Iterator[Chunk]: ...
+    def checkpointed(
+        self, run: Iterator[Chunk], target: ToolTarget | None = None
+    ) -> Iterator[Chunk]: ...
 
 
 def _edit_note(arguments: str) -> str:
@@ -163,7 +165,9 @@ def run_tool_call(
         loop.replace_entry(call.entry, text)
     # An MCP server may change files (a filesystem server): checkpointed like code, so the
     # files chunk shows what it changed and %undo puts it back.
-    yield from loop.checkpointed(_run(loop, tools, tool, arguments, target=target, told=told))
+    yield from loop.checkpointed(
+        _run(loop, tools, tool, arguments, target=target, told=told), target
+    )
 
 
 def _run(

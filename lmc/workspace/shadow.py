@@ -23,11 +23,12 @@ import json
 import os
 import stat
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
 from lmc.errors import WorkspaceError
 from lmc.paths import data_dir, host_which, private_dir
@@ -40,6 +41,7 @@ from lmc.workspace.restoring import (
     tree_entries,
     write_entries,
 )
+from lmc.workspace.unstorable import unstorable_in
 from lmc.workspace.untrusted import UnsafePathError, read_regular
 
 __all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_FILE_BYTES", "ShadowRepo", "Snapshot"]
@@ -77,6 +79,8 @@ class Snapshot:
     skipped: tuple[str, ...] = ()
     #: Folders left out for the number of files in them (relative paths).
     left_out: tuple[str, ...] = ()
+    #: (path, why) git itself left out: a path too long to open, a name it cannot store.
+    unstorable: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -125,6 +129,7 @@ class ShadowRepo:
         self._own = sorted({p.relative_to(self.workdir).as_posix() for p in own
                             if p != self.workdir and self.workdir in p.parents})  # fmt: skip
         self._left_out: list[str] = []  # folders with too many files, once found
+        self._said: list[str] = []  # what git said while taking the snapshot (stderr lines)
         # The project's .git/info/exclude as it was at this repository's first snapshot
         # (before the session's code ran): the code may write that file when the folder had
         # no .git the sandbox keeps read-only, and a "*" there would hide its new files from
@@ -149,6 +154,8 @@ class ShadowRepo:
             env["GIT_WORK_TREE"] = str(self.workdir)
             env["GIT_INDEX_FILE"] = str(index or self.git_dir / "index")
         env["GIT_TERMINAL_PROMPT"] = "0"
+        env["LC_ALL"] = "C"  # git's own words: what it left out is read from them
+        env.pop("LANGUAGE", None)
         return env
 
     def git(
@@ -158,8 +165,10 @@ class ShadowRepo:
         index: Path | None = None,
         ok: Sequence[int] = (0,),
         bare: bool = False,
+        errors: list[str] | None = None,
     ) -> bytes:
-        """Run one git command on the shadow repository; its stdout."""
+        """Run one git command on the shadow repository; its stdout (its stderr's lines
+        into ``errors``)."""
         try:
             done = subprocess.run(
                 [_git(), *_CONFIG, *args],
@@ -177,6 +186,8 @@ class ShadowRepo:
             ) from exc
         except (OSError, subprocess.SubprocessError) as exc:
             raise WorkspaceError(f"git {args[0]} failed: {exc}") from exc
+        if errors is not None:
+            errors += done.stderr.decode("utf-8", "surrogateescape").splitlines()
         if done.returncode not in ok:
             text = done.stderr.decode("utf-8", "replace").strip().splitlines()
             raise WorkspaceError(f"git {args[0]} failed: {text[-1] if text else done.returncode}")
@@ -224,6 +235,7 @@ class ShadowRepo:
             if seen is not None and self._last is not None and seen.same_as(self._seen):
                 return self._last[2]  # not a file changed since: the last snapshot stands
             self._write_excludes()
+            self._said = []
             listing = self._list()
             if listing.large:
                 data = b"\0".join(_encode(p) for p in listing.large)
@@ -232,11 +244,11 @@ class ShadowRepo:
             specs = [b".", *(b":(exclude,literal)" + _encode(p) for p in listing.large)]
             self.git(
                 "add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
-                data=b"\0".join(specs), ok=(0, 1),
+                data=b"\0".join(specs), ok=(0, 1), errors=self._said,
             )  # fmt: skip
             tree = self.git("write-tree").decode().strip()
             modes = json.dumps(listing.modes, sort_keys=True)
-            left = (tuple(listing.large), tuple(self._left_out))
+            left = (tuple(listing.large), tuple(self._left_out), tuple(unstorable_in(self._said)))
             if self._last is not None and self._last[:2] == (tree, modes):
                 commit = self._last[2].commit  # the same files: the same commit
             else:
@@ -261,9 +273,11 @@ class ShadowRepo:
                 return
             entries = tuple(tuple(entry) for entry in data["entries"])
             seen = Fingerprint(entries, bool(data["racy"]))
+            unstorable = tuple((str(p), str(why)) for p, why in data.get("unstorable", []))
             snapshot = Snapshot(
-                data["commit"], data["tree"], tuple(data["skipped"]), tuple(data["left_out"])
-            )
+                data["commit"], data["tree"], tuple(data["skipped"]), tuple(data["left_out"]),
+                unstorable,
+            )  # fmt: skip
             self._last, self._seen = (data["tree"], data["modes"], snapshot), seen
         except (OSError, ValueError, KeyError, TypeError):
             return
@@ -280,6 +294,7 @@ class ShadowRepo:
                 "store": self._same_store(), "commit": snapshot.commit, "tree": tree,
                 "modes": modes, "skipped": list(snapshot.skipped),
                 "left_out": list(snapshot.left_out), "racy": seen.racy,
+                "unstorable": [list(pair) for pair in snapshot.unstorable],
                 "entries": seen.entries,
             }  # fmt: skip
             partial = target.with_name(target.name + ".partial")
@@ -369,13 +384,17 @@ class ShadowRepo:
         """``git ls-files`` streamed, stopped when there are too many files: (the paths,
         whether that is all of them)."""
         command = [_git(), *_CONFIG, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+        with tempfile.TemporaryFile() as said:  # a pipe could fill while stdout is read
+            data, complete = self._stream(command, said)
+            said.seek(0)
+            self._said += said.read(1 << 20).decode("utf-8", "surrogateescape").splitlines()
+        return [p for p in bytes(data).split(b"\0") if p], complete
+
+    def _stream(self, command: list[str], said: IO[bytes]) -> tuple[bytearray, bool]:
+        """``command``'s stdout until it ends or holds more than the file cap of names."""
         try:
             process = subprocess.Popen(
-                command,
-                cwd=self.workdir,
-                env=self._env(),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
+                command, cwd=self.workdir, env=self._env(), stdout=subprocess.PIPE, stderr=said
             )
         except OSError as exc:
             raise WorkspaceError(f"git ls-files failed: {exc}") from exc
@@ -395,7 +414,7 @@ class ShadowRepo:
             if process.poll() is None:
                 process.kill()
             process.wait()
-        return [p for p in bytes(data).split(b"\0") if p], complete
+        return data, complete
 
     def _project_excludes(self) -> str:
         """The project's own .git/info/exclude, read once (see ``_project_exclude``)."""
