@@ -7,9 +7,10 @@ commands coming from a pipe. Interactive matters for one thing: on SIGINT bash a
 running block and goes back to its prompt with every variable, function and ``cd`` intact,
 which is exactly what an interrupt should do. ``init.bash`` sets the shell up.
 
-Each block is written to its own file and run with ``builtin . FILE 0</dev/null 1>&241
+Each block is written to its own file and run with ``builtin . FILE 0<FIFO 1>&241
 2>&242``, so ``$LINENO`` is the block's line, ``$?``/heredocs/``case``/functions/pipes are
-plain bash, and stdin is at EOF instead of waiting for a person. A DEBUG trap reports
+plain bash, and stdin is at EOF instead of waiting for a person (a FIFO of the kernel's that
+it closes once a program waits on it, until lmc makes the block a job: block_input.py). A DEBUG trap reports
 ``L<line>`` on a control pipe before each line of that file runs (main shell only);
 ``PROMPT_COMMAND`` reports ``D<status>`` when the block is over. User output travels on its
 own two pipes, untouched.
@@ -36,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from block_input import BlockInput, hint, supported
 from lmc_wrapper.session import READ_SIZE, ActiveLine, Output, PipeSession
 
 __all__ = ["ActiveLine", "BashSession", "Finished", "Output", "ShellStartError"]
@@ -95,6 +97,14 @@ class BashSession(PipeSession):
         self._dir = Path(tempfile.mkdtemp(prefix="lmc-shell-"))
         self.state_dump = str(self._dir / "state") if dump_state else None
         self._count = 0
+        self._input_supported = supported()
+        self._input: BlockInput | None = None  # the running block's stdin
+        self.input_note = (
+            None
+            if self._input_supported
+            else "this system does not show what a program waits for, so blocks read "
+            "/dev/null and a job takes no input"
+        )
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -163,16 +173,42 @@ class BashSession(PipeSession):
         self._drain_acks()
         self._begin()
         quoted = shlex.quote(str(path))
+        block_input = None
+        if self._input_supported:
+            block_input = BlockInput(self._dir / f"{self._count}.in")
+        self._input = block_input
+        stdin = "/dev/null" if block_input is None else shlex.quote(str(block_input.path))
         line = (
             f"__lmc_intr=; builtin echo S >&243; __lmc_file={quoted} __lmc_line= __lmc_sync=s; "
-            f"builtin . {quoted} 0</dev/null 1>&241 2>&242\n"
+            f"builtin . {quoted} 0<{stdin} 1>&241 2>&242\n"
         )
         try:
             os.write(self._command, line.encode())
             yield from self._follow(last_line)
         finally:
             self._running = False
+            self._input = None
+            if block_input is not None:
+                block_input.end()
             path.unlink(missing_ok=True)
+
+    def input_request(self, action: str, text: str = "") -> tuple[bool, str]:
+        """lmc's request about the running block's stdin (any thread): ``keep`` it open (the
+        block is a job now), ``write`` ``text`` to it, or ``eof`` (close it)."""
+        block_input = self._input
+        if block_input is None:
+            return False, self.input_note or "no block is running"
+        return block_input.request(action, text)
+
+    def _check_input(self) -> Iterator[Output]:
+        """A foreground program waiting on the block's stdin gets end-of-input, and a hint."""
+        block_input, process = self._input, self._process
+        if block_input is None or process is None:
+            return
+        reader = block_input.check(process.pid)
+        if reader is not None:
+            yield from self._drain_output()
+            yield Output("stderr", hint(reader))
 
     def _escalating(self) -> None:
         """The rest of the block must not run once its program was killed (init.bash)."""
@@ -189,6 +225,7 @@ class BashSession(PipeSession):
         while True:
             ready, quiet_until = self._wait(watched, quiet_until)
             self._repeat_interrupt()
+            yield from self._check_input()
             if self._control in ready:
                 data = self._read_control_raw()
                 if not data:  # the block closed fd 243: only the shell's death ends it now
@@ -222,6 +259,9 @@ class BashSession(PipeSession):
         if quiet_until and now >= quiet_until:
             quiet_until = 0.0
         listened, wait = watched, self._select_timeout
+        if self._input is not None and self._input.watching:  # only while a block runs
+            due = self._input.due_in()
+            wait = due if wait is None else min(wait, due)
         if quiet_until:
             listened = [fd for fd in watched if fd != self._control]
             wait = quiet_until - now if wait is None else min(quiet_until - now, wait)
