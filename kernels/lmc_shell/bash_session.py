@@ -9,11 +9,11 @@ which is exactly what an interrupt should do. ``init.bash`` sets the shell up.
 
 Each block is written to its own file and run with ``builtin . FILE 0<FIFO 1>&241
 2>&242``, so ``$LINENO`` is the block's line, ``$?``/heredocs/``case``/functions/pipes are
-plain bash, and stdin is at EOF instead of waiting for a person (a FIFO of the kernel's that
-it closes once a program waits on it, until lmc makes the block a job: block_input.py). A DEBUG trap reports
-``L<line>`` on a control pipe before each line of that file runs (main shell only);
-``PROMPT_COMMAND`` reports ``D<status>`` when the block is over. User output travels on its
-own two pipes, untouched.
+plain bash, and stdin is at EOF instead of waiting for a person (a FIFO of the kernel's
+that it closes once a program waits on it, until lmc makes the block a job: block_input.py).
+A DEBUG trap reports ``L<line>`` on a control pipe before each line of that file runs (main
+shell only); ``PROMPT_COMMAND`` reports ``D<status>`` when the block is over. User output
+travels on its own two pipes, untouched.
 
 Ordering: while a block is young the trap waits for a one-byte acknowledgement after each
 report, and the kernel drains stdout and stderr before it acknowledges, so output and active

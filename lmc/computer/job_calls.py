@@ -1,5 +1,5 @@
-"""The calls on jobs (list, poll, write, eof, stop), as the model makes them: through lmc's ``jobs`` function
-(:mod:`lmc.agent.job_tool`) or the ``jobs`` tool of ``lmc mcp serve``.
+"""The calls on jobs (list, poll, write, eof, stop), as the model makes them: through lmc's
+``jobs`` function (:mod:`lmc.agent.job_tool`) or the ``jobs`` tool of ``lmc mcp serve``.
 
 :func:`job_arguments` checks a call's JSON arguments (a ``ValueError`` whose text is what the
 caller is told); :func:`answer_job_call` does it and says what happened, in words.

@@ -29,8 +29,8 @@ GiveInput = Callable[[str | None], tuple[bool, str]]
 
 __all__ = [
     "MAX_JOBS",
-    "GiveInput",
     "STOP_GRACE",
+    "GiveInput",
     "Job",
     "JobTable",
     "Poll",
