@@ -91,8 +91,8 @@ class KernelChannels:
                 continue
             reply = channel.get_msg()
             if reply is not None and reply.get("parent_header", {}).get("msg_id") == msg_id:
-                content = reply.get("content")
-                return content if isinstance(content, dict) else {}
+                answer = reply.get("content")
+                return answer if isinstance(answer, dict) else {}
         return None
 
     def close(self) -> None:
