@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from lmc.messages import Chunk
+from lmc.messages import Chunk, JobChunk, console_output
 
 #: Writes text to a job's stdin (None: end of input); whether it did, and what happened.
 GiveInput = Callable[[str | None], tuple[bool, str]]
@@ -35,7 +35,9 @@ __all__ = [
     "JobTable",
     "Poll",
     "describe",
+    "hand_back_chunks",
     "hand_back_note",
+    "handed_back_chunk",
 ]
 
 #: Jobs that may run at once; past this a block that runs too long is interrupted instead.
@@ -305,3 +307,26 @@ def hand_back_note(job: Job, seconds: float, *, fresh_shell: bool) -> str:
         f'output ({{"action": "poll", "job": {job.id}}}){feed} or stop it '
         f'({{"action": "stop", "job": {job.id}}}).\n'
     )
+
+
+def handed_back_chunk(job: Job, seconds: float) -> JobChunk:
+    """The typed chunk that says a block became job N (beside the note the model reads)."""
+    return {
+        "role": "computer",
+        "type": "job",
+        "format": "handed_back",
+        "content": {
+            "job": job.id,
+            "language": job.language,
+            "command": job.command,
+            "after": float(seconds),
+            "input": job.takes_input,
+        },
+    }
+
+
+def hand_back_chunks(job: Job, seconds: float, *, fresh_shell: bool) -> tuple[Chunk, Chunk]:
+    """What a run yields when its block becomes ``job``: the note the model reads (console
+    output), then the typed chunk for consumers."""
+    note = hand_back_note(job, seconds, fresh_shell=fresh_shell)
+    return console_output(note), handed_back_chunk(job, seconds)

@@ -56,8 +56,23 @@ def _poll_until(job: Job, text: str, seen: str = "") -> str:
 
 def test_a_line_written_to_a_job_is_what_read_gets(computer: Computer, tmp_path: Path) -> None:
     code = WAIT_FOR_GO + 'read -p "Continue? " ans; echo got:$ans'
-    out = output_of(collect(computer, "shell", code))
+    chunks = collect(computer, "shell", code)
+    out = output_of(chunks)
     assert "goes on in the background as job 1" in out
+    # Consumers get it typed too: job 1, a shell job that takes input.
+    [typed] = [chunk for chunk in chunks if chunk["type"] == "job"]
+    assert typed == {
+        "role": "computer",
+        "type": "job",
+        "format": "handed_back",
+        "content": {
+            "job": 1,
+            "language": "shell",
+            "command": "while [ ! -e go ]; do sleep 0.05; done",
+            "after": LIMIT,
+            "input": True,
+        },
+    }
     assert '"action": "write", "job": 1' in out  # the note says how to answer it
     said = _call(computer, action="write", job=1, text="yes\n")
     assert said.startswith("job 1: 4 bytes sent; it is still running"), said
@@ -133,8 +148,11 @@ def test_a_block_that_read_in_the_foreground_becomes_a_job_without_input(
 
 
 def test_a_python_job_says_in_one_line_that_it_takes_no_input(computer: Computer) -> None:
-    out = output_of(collect(computer, "python", "import time\nwhile True: time.sleep(0.05)"))
+    chunks = collect(computer, "python", "import time\nwhile True: time.sleep(0.05)")
+    out = output_of(chunks)
     assert "job 1" in out and '"action": "write"' not in out
+    [typed] = [chunk for chunk in chunks if chunk["type"] == "job"]
+    assert typed.get("content", {}).get("input") is False
     said = _call(computer, action="write", job=1, text="yes")
     first = said.splitlines()[0]
     assert first.startswith("job 1 takes no input: the python kernel runs the code in its own")
