@@ -118,8 +118,9 @@ def test_the_model_writes_to_a_job_and_ends_its_input_each_confirmed(make: Any) 
     marker = f"marker-{secrets.token_hex(6)}"
     cat = ("cat", "-", marker)  # stdin, then an empty file: a command line all its own
     waits = "while [ ! -e go ]; do sleep 0.05; done; "
+    block = f"touch {marker}; {waits}read -p 'Continue? ' ans; echo got:$ans; cat - {marker}"
     interpreter = make(
-        _shell(f"touch {marker}; {waits}read -p 'Continue? ' ans; echo got:$ans; cat - {marker}"),
+        _shell(block),
         _jobs(action="write", job=1, text="yes"),
         _shell("touch go"),
         _jobs(action="eof", job=1),
@@ -140,6 +141,15 @@ def test_the_model_writes_to_a_job_and_ends_its_input_each_confirmed(make: Any) 
     chunks = list(interpreter.chat("answer it", stream=True, display=False, confirm=confirm))
     started, written, touched, declined, ended = _outputs(chunks)
     assert "goes on in the background as job 1" in started
+    # The API's consumer gets it typed, too.
+    [typed] = [chunk for chunk in chunks if chunk["type"] == "job"]
+    assert typed.get("content") == {
+        "job": 1,
+        "language": "shell",
+        "command": block,
+        "after": 1.0,
+        "input": True,
+    }
     assert written.startswith("job 1: 4 bytes sent"), written
     assert touched == ""
     assert declined == TOOL_DECLINED + "\n"
