@@ -99,6 +99,7 @@ class BashSession(PipeSession):
         self._count = 0
         self._input_supported = supported()
         self._input: BlockInput | None = None  # the running block's stdin
+        self._spare: BlockInput | None = None  # the last block's, still open and unused
         self.input_note = (
             None
             if self._input_supported
@@ -156,6 +157,9 @@ class BashSession(PipeSession):
     def close(self) -> None:
         """Stop bash and everything it started in its process group; remove block files."""
         super().close()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.end()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- running ------------------------------------------------------------------------
@@ -173,9 +177,7 @@ class BashSession(PipeSession):
         self._drain_acks()
         self._begin()
         quoted = shlex.quote(str(path))
-        block_input = None
-        if self._input_supported:
-            block_input = BlockInput(self._dir / f"{self._count}.in")
+        block_input = self._next_input()
         self._input = block_input
         stdin = "/dev/null" if block_input is None else shlex.quote(str(block_input.path))
         line = (
@@ -188,9 +190,24 @@ class BashSession(PipeSession):
         finally:
             self._running = False
             self._input = None
-            if block_input is not None:
+            if block_input is not None and not block_input.reusable:
                 block_input.end()
+            else:  # nobody wrote to it and it is open: the next block reads it too
+                self._spare = block_input
             path.unlink(missing_ok=True)
+
+    def _next_input(self) -> BlockInput | None:
+        """The next block's stdin: the last one's FIFO if it is still open and nobody wrote
+        to it (no file to make and remove on every block), else a new one."""
+        spare, self._spare = self._spare, None
+        if not self._input_supported:
+            return None
+        if spare is not None and spare.reusable and spare.in_place():
+            spare.rearm()
+            return spare
+        if spare is not None:
+            spare.end()
+        return BlockInput(self._dir / f"{self._count}.in")
 
     def input_request(self, action: str, text: str = "") -> tuple[bool, str]:
         """lmc's request about the running block's stdin (any thread): ``keep`` it open (the

@@ -58,7 +58,8 @@ def hint(program: str) -> str:
 
 
 class BlockInput:
-    """The FIFO of one block: created before the block, closed and removed after it.
+    """The FIFO of a block: created before it, closed and removed after it (or, still open
+    and never written to, read by the next block too: :attr:`reusable`).
 
     The main thread creates, checks and ends it; the control thread writes, closes it or
     marks it kept; one lock keeps them apart.
@@ -75,6 +76,23 @@ class BlockInput:
         self._lock = threading.Lock()
         self._kept = False
         self._closed_by: str | None = None  # who closed it: "lmc" (foreground) or "eof"
+        self._next_check = time.monotonic() + CHECK_INTERVAL
+
+    @property
+    def reusable(self) -> bool:
+        """Whether the next block may read this FIFO too: open, and never a job's."""
+        return self._fd is not None and not self._kept
+
+    def in_place(self) -> bool:
+        """Whether its path still names this FIFO (a restarted shell's folder is new)."""
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return False
+        return (stat.st_dev, stat.st_ino) == self._identity
+
+    def rearm(self) -> None:
+        """Start watching again, for the next block (main thread, between blocks)."""
         self._next_check = time.monotonic() + CHECK_INTERVAL
 
     @property

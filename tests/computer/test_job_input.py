@@ -172,3 +172,15 @@ def test_nothing_is_left_when_the_computer_closes(tmp_path: Path) -> None:
         assert wait_until_running(*cat)
     assert wait_until_gone(*cat)
     assert not pids_of(*cat)
+
+
+def test_every_block_gets_end_of_input_whatever_came_before(tmp_path: Path) -> None:
+    """A block's FIFO is kept for the next block while nobody wrote to it or closed it; after
+    a reader got end-of-input, or the shell itself exited, the next block gets a new one."""
+    blocks = ["echo plain", "cat; echo a=$?", "echo plain", "exit 3", "cat; echo b=$?", "cat"]
+    with Computer(block_timeout=600, workdir=tmp_path) as computer:
+        outs = [output_of(collect(computer, "shell", code)) for code in blocks]
+    assert outs[0] == outs[2] == "plain\n"
+    assert "keyboard input (cat)" in outs[1] and "a=0" in outs[1]
+    assert "keyboard input (cat)" in outs[4] and "b=0" in outs[4]
+    assert "keyboard input (cat)" in outs[5]
