@@ -21,6 +21,7 @@ from support.processes import pids_of, unique_seconds, wait_until_gone, wait_unt
 
 from lmc.computer import Computer
 from lmc.computer.job_calls import answer_job_call
+from lmc.computer.job_input import job_input
 from lmc.computer.jobs import Job
 
 #: Seconds a block runs before it is handed back; nothing waits for it by the clock.
@@ -184,3 +185,10 @@ def test_every_block_gets_end_of_input_whatever_came_before(tmp_path: Path) -> N
     assert "keyboard input (cat)" in outs[1] and "a=0" in outs[1]
     assert "keyboard input (cat)" in outs[4] and "b=0" in outs[4]
     assert "keyboard input (cat)" in outs[5]
+
+
+def test_which_jobs_take_input_is_said_in_one_line() -> None:
+    give, why = job_input("shell", object(), fresh=False)  # a gateway's kernel: not lmc's own
+    assert give is None and why == "a shell job on a kernel gateway takes no input"
+    give, why = job_input("r", object(), fresh=False)
+    assert give is None and why.startswith("the r kernel runs the code in its own process")
