@@ -224,8 +224,9 @@ class BashSession(PipeSession):
             return
         reader = block_input.check(process.pid)
         if reader is not None:
-            yield from self._drain_output()
-            yield Output("stderr", hint(reader))
+            yield from self._drain_output()  # what it wrote before it waited comes first
+            if block_input.give_eof():
+                yield Output("stderr", hint(reader))
 
     def _escalating(self) -> None:
         """The rest of the block must not run once its program was killed (init.bash)."""

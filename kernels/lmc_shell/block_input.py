@@ -8,8 +8,9 @@ folder) whose only writer is this kernel, which keeps it open.
 While the block is in the foreground nobody types into it, and a program that reads it would
 wait for good; so, only while a block runs and never between blocks, :meth:`BlockInput.check`
 looks every :data:`CHECK_INTERVAL` seconds at what the block's processes are blocked in
-(Linux ``/proc/PID/syscall``): one blocked in ``read`` on this FIFO gets end-of-input (the
-kernel closes its end) and the model is told it asked for keyboard input, as before. Once lmc
+(Linux ``/proc/PID/syscall``): one blocked in ``read`` on this FIFO, or in ``epoll_wait`` on a
+set that holds it (node's ``process.stdin``), gets end-of-input (the kernel closes its end)
+and the model is told it asked for keyboard input, as before. Once lmc
 says the block is a job (``keep``), the checks stop and ``write``/``eof`` reach the program.
 
 Where ``/proc/PID/syscall`` cannot be read or the read system calls of the machine are not
@@ -34,6 +35,13 @@ CHECK_INTERVAL = 0.1
 READ_CALLS = {
     "x86_64": {0, 17, 19, 295, 327},  # read, pread64, readv, preadv, preadv2
     "aarch64": {63, 65, 67, 69, 286},
+}
+
+
+#: The system calls that wait on an epoll instance given as their first argument.
+EPOLL_CALLS = {
+    "x86_64": {232, 281, 441},  # epoll_wait, epoll_pwait, epoll_pwait2
+    "aarch64": {22, 441},  # epoll_pwait, epoll_pwait2
 }
 
 
@@ -105,19 +113,21 @@ class BlockInput:
         return max(0.0, self._next_check - time.monotonic())
 
     def check(self, root: int) -> str | None:
-        """If due: the name of a program of ``root``'s tree blocked reading this FIFO, after
-        closing it (end-of-input for all of them); None otherwise."""
+        """If due: the name of a program of ``root``'s tree blocked reading this FIFO (or
+        waiting on it with epoll); None otherwise. :meth:`give_eof` then closes it."""
         if not self.watching or time.monotonic() < self._next_check:
             return None
         self._next_check = time.monotonic() + CHECK_INTERVAL
-        reader = self._blocked_reader(root)
-        if reader is None:
-            return None
+        return self._blocked_reader(root)
+
+    def give_eof(self) -> bool:
+        """Close it for the foreground block's readers (end-of-input for all of them);
+        False when lmc made the block a job meanwhile."""
         with self._lock:
-            if self._kept or self._fd is None:  # lmc made it a job meanwhile
-                return None
+            if self._kept or self._fd is None:
+                return False
             self._close("lmc")
-        return reader
+            return True
 
     def request(self, action: str, text: str) -> tuple[bool, str]:
         """A request of lmc's (control thread): ``keep``, ``write`` or ``eof``; whether it
@@ -173,19 +183,40 @@ class BlockInput:
         return "the block is over"
 
     def _blocked_reader(self, root: int) -> str | None:
-        calls = READ_CALLS.get(platform.machine(), set())
+        reads = READ_CALLS.get(platform.machine(), set())
+        waits = EPOLL_CALLS.get(platform.machine(), set())
         for pid in _tree(root):
             try:
                 with open(f"/proc/{pid}/syscall", "rb") as file:
                     fields = file.read().split()
-                if len(fields) < 2 or not fields[0].isdigit() or int(fields[0]) not in calls:
+                if len(fields) < 2 or not fields[0].isdigit():
                     continue
-                stat = os.stat(f"/proc/{pid}/fd/{int(fields[1], 16)}")
+                call, fd = int(fields[0]), int(fields[1], 16)
+                if call in reads:
+                    fds = [fd]
+                elif call in waits:  # what the epoll set watches (node's process.stdin)
+                    fds = _epoll_targets(pid, fd)
+                else:
+                    continue
+                if any(self._is_this(pid, target) for target in fds):
+                    return _program(pid, root)
             except (OSError, ValueError):
                 continue
-            if (stat.st_dev, stat.st_ino) == self._identity:
-                return _program(pid, root)
         return None
+
+    def _is_this(self, pid: int, fd: int) -> bool:
+        try:
+            stat = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            return False
+        return (stat.st_dev, stat.st_ino) == self._identity
+
+
+def _epoll_targets(pid: int, epoll_fd: int) -> list[int]:
+    """The fds epoll instance ``epoll_fd`` of ``pid`` watches (its fdinfo's ``tfd:`` lines)."""
+    with open(f"/proc/{pid}/fdinfo/{epoll_fd}", "rb") as file:
+        lines = file.read().splitlines()
+    return [int(line.split()[1]) for line in lines if line.startswith(b"tfd:")]
 
 
 def _tree(root: int) -> list[int]:

@@ -130,9 +130,18 @@ def test_a_foreground_read_still_gets_end_of_input_and_the_hint(tmp_path: Path) 
             f"{sys.executable} -c 'input()' 2>/dev/null; echo python=$?"
         )
         out = output_of(collect(patient, "shell", code))
+        # Each reader on its own: node waits in epoll_wait on a set that holds its stdin.
+        node = "process.stdin.on('data', () => {}).on('end', () => console.log('node-ended'))"
+        alone = [
+            output_of(collect(patient, "shell", one))
+            for one in ("cat", f"{sys.executable} -c 'input()'", f'node -e "{node}"')
+        ]
     assert "asked for keyboard input (read)" in out
     assert "status=1 []" in out and "cat=0" in out and "python=1" in out
     assert "still running" not in out
+    assert "asked for keyboard input (cat)" in alone[0]
+    assert "asked for keyboard input (python" in alone[1] and "EOFError" in alone[1]
+    assert "asked for keyboard input (node)" in alone[2] and "node-ended" in alone[2]
 
 
 def test_a_block_that_read_in_the_foreground_becomes_a_job_without_input(
