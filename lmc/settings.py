@@ -290,7 +290,7 @@ class Settings:
         panel=SESSION,
         commands=RUNS | {"mcp serve"},
         help="Seconds a code block runs before it goes on as a background job the model can "
-        "poll or stop (0: never) [default: 30].",
+        "poll, write to or stop (0: never) [default: 30].",
     )
     output_limit: int = option(
         6_000,

@@ -7,12 +7,13 @@ commands coming from a pipe. Interactive matters for one thing: on SIGINT bash a
 running block and goes back to its prompt with every variable, function and ``cd`` intact,
 which is exactly what an interrupt should do. ``init.bash`` sets the shell up.
 
-Each block is written to its own file and run with ``builtin . FILE 0</dev/null 1>&241
+Each block is written to its own file and run with ``builtin . FILE 0<FIFO 1>&241
 2>&242``, so ``$LINENO`` is the block's line, ``$?``/heredocs/``case``/functions/pipes are
-plain bash, and stdin is at EOF instead of waiting for a person. A DEBUG trap reports
-``L<line>`` on a control pipe before each line of that file runs (main shell only);
-``PROMPT_COMMAND`` reports ``D<status>`` when the block is over. User output travels on its
-own two pipes, untouched.
+plain bash, and stdin is at EOF instead of waiting for a person (a FIFO of the kernel's
+that it closes once a program waits on it, until lmc makes the block a job: block_input.py).
+A DEBUG trap reports ``L<line>`` on a control pipe before each line of that file runs (main
+shell only); ``PROMPT_COMMAND`` reports ``D<status>`` when the block is over. User output
+travels on its own two pipes, untouched.
 
 Ordering: while a block is young the trap waits for a one-byte acknowledgement after each
 report, and the kernel drains stdout and stderr before it acknowledges, so output and active
@@ -36,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from block_input import BlockInput, hint, supported
 from lmc_wrapper.session import READ_SIZE, ActiveLine, Output, PipeSession
 
 __all__ = ["ActiveLine", "BashSession", "Finished", "Output", "ShellStartError"]
@@ -95,6 +97,15 @@ class BashSession(PipeSession):
         self._dir = Path(tempfile.mkdtemp(prefix="lmc-shell-"))
         self.state_dump = str(self._dir / "state") if dump_state else None
         self._count = 0
+        self._input_supported = supported()
+        self._input: BlockInput | None = None  # the running block's stdin
+        self._spare: BlockInput | None = None  # the last block's, still open and unused
+        self.input_note = (
+            None
+            if self._input_supported
+            else "this system does not show what a program waits for, so blocks read "
+            "/dev/null and a job takes no input"
+        )
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -146,6 +157,9 @@ class BashSession(PipeSession):
     def close(self) -> None:
         """Stop bash and everything it started in its process group; remove block files."""
         super().close()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.end()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- running ------------------------------------------------------------------------
@@ -163,16 +177,56 @@ class BashSession(PipeSession):
         self._drain_acks()
         self._begin()
         quoted = shlex.quote(str(path))
+        block_input = self._next_input()
+        self._input = block_input
+        stdin = "/dev/null" if block_input is None else shlex.quote(str(block_input.path))
         line = (
             f"__lmc_intr=; builtin echo S >&243; __lmc_file={quoted} __lmc_line= __lmc_sync=s; "
-            f"builtin . {quoted} 0</dev/null 1>&241 2>&242\n"
+            f"builtin . {quoted} 0<{stdin} 1>&241 2>&242\n"
         )
         try:
             os.write(self._command, line.encode())
             yield from self._follow(last_line)
         finally:
             self._running = False
+            self._input = None
+            if block_input is not None and not block_input.reusable:
+                block_input.end()
+            else:  # nobody wrote to it and it is open: the next block reads it too
+                self._spare = block_input
             path.unlink(missing_ok=True)
+
+    def _next_input(self) -> BlockInput | None:
+        """The next block's stdin: the last one's FIFO if it is still open and nobody wrote
+        to it (no file to make and remove on every block), else a new one."""
+        spare, self._spare = self._spare, None
+        if not self._input_supported:
+            return None
+        if spare is not None and spare.reusable and spare.in_place():
+            spare.rearm()
+            return spare
+        if spare is not None:
+            spare.end()
+        return BlockInput(self._dir / f"{self._count}.in")
+
+    def input_request(self, action: str, text: str = "") -> tuple[bool, str]:
+        """lmc's request about the running block's stdin (any thread): ``keep`` it open (the
+        block is a job now), ``write`` ``text`` to it, or ``eof`` (close it)."""
+        block_input = self._input
+        if block_input is None:
+            return False, self.input_note or "no block is running"
+        return block_input.request(action, text)
+
+    def _check_input(self) -> Iterator[Output]:
+        """A foreground program waiting on the block's stdin gets end-of-input, and a hint."""
+        block_input, process = self._input, self._process
+        if block_input is None or process is None:
+            return
+        reader = block_input.check(process.pid)
+        if reader is not None:
+            yield from self._drain_output()  # what it wrote before it waited comes first
+            if block_input.give_eof():
+                yield Output("stderr", hint(reader))
 
     def _escalating(self) -> None:
         """The rest of the block must not run once its program was killed (init.bash)."""
@@ -189,6 +243,7 @@ class BashSession(PipeSession):
         while True:
             ready, quiet_until = self._wait(watched, quiet_until)
             self._repeat_interrupt()
+            yield from self._check_input()
             if self._control in ready:
                 data = self._read_control_raw()
                 if not data:  # the block closed fd 243: only the shell's death ends it now
@@ -222,6 +277,9 @@ class BashSession(PipeSession):
         if quiet_until and now >= quiet_until:
             quiet_until = 0.0
         listened, wait = watched, self._select_timeout
+        if self._input is not None and self._input.watching:  # only while a block runs
+            due = self._input.due_in()
+            wait = due if wait is None else min(wait, due)
         if quiet_until:
             listened = [fd for fd in watched if fd != self._control]
             wait = quiet_until - now if wait is None else min(quiet_until - now, wait)

@@ -11,6 +11,10 @@ Messages for one execute request, all on IOPub with the request as parent:
 
 SIGINT (``interrupt_mode: signal``) stops the running block; the shell and its state stay.
 
+``lmc_stdin_request`` (control channel, while a block runs), content ``{"action": "keep" |
+"write" | "eof", "text": str}``: the block became a job, so its stdin stays open; write to it;
+close it. The reply's content: ``status`` ``ok``, ``done`` (bool) and ``text`` in words.
+
 Launched as ``python3 lmc_shell_kernel.py -f CONNECTION_FILE`` (see kernel.json).
 """
 
@@ -26,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # kernels/: the sh
 from bash_session import BashSession, Finished
 from lmc_wrapper.base import main
 from lmc_wrapper.kernel import WrapperKernel, exit_description
+from lmc_wrapper.wire import Message
 from shell_state import ShellState
 
 __all__ = ["ShellKernel"]
@@ -52,6 +57,17 @@ class ShellKernel(WrapperKernel):
             env = self._restored_environment()
         self._bash = self._wrapped = BashSession(env, dump_state=self._state is not None)
         self._bash.start()
+        self._handlers["lmc_stdin_request"] = self._stdin_request
+
+    def _stdin_request(self, message: Message) -> dict[str, Any]:
+        """lmc's request about the running block's stdin (on the control thread, while the
+        block runs): ``{"action": "keep" | "write" | "eof", "text": str}``."""
+        action = str(message.content.get("action", ""))
+        text = str(message.content.get("text", ""))
+        if action not in ("keep", "write", "eof"):
+            return {"status": "error", "done": False, "text": f"unknown action {action!r}"}
+        done, said = self._bash.input_request(action, text)
+        return {"status": "ok", "done": done, "text": said}
 
     def _restored_environment(self) -> dict[str, str]:
         """The start environment with the saved state applied (and its directory entered)."""

@@ -33,7 +33,8 @@ from lmc.computer.chunks import (
 )
 from lmc.computer.fault_notes import fault_note
 from lmc.computer.html import run_html
-from lmc.computer.jobs import JobTable, hand_back_note
+from lmc.computer.job_input import job_input
+from lmc.computer.jobs import JobTable, hand_back_chunks
 from lmc.computer.kernel import (
     InterruptIgnored,
     Kernel,
@@ -385,7 +386,7 @@ class Computer:
         try:
             for chunk in stream:
                 if chunk is _HAND_BACK:
-                    yield self._hand_back(language, session, code, stream)
+                    yield from self._hand_back(language, session, code, stream)
                     break
                 if chunk["type"] == "console" and chunk.get("format") == "output":
                     seen.add(chunk.get("content") or "")
@@ -434,23 +435,23 @@ class Computer:
 
     def _hand_back(
         self, language: Language, session: Kernel, code: str, rest: Iterator[Chunk]
-    ) -> Chunk:
-        """Make the rest of a run a job; the note for the model. A shell job keeps its kernel
-        (bash waits for its foreground child) and a fresh shell takes the next block; another
-        language's kernel stays busy with its job (its variables stay, for when it is over)."""
+    ) -> tuple[Chunk, Chunk]:
+        """Make the rest of a run a job. A shell job keeps its kernel and stdin (a fresh
+        shell takes the next block); another kernel stays busy with it."""
         fresh = language.name == "shell" and isinstance(session, KernelSession)
         if fresh:
             with self._lock:
                 if self._sessions.get(language.name) is session:
                     del self._sessions[language.name]
         replace = functools.partial(self._replace_quietly, language, session)
+        give_input, no_input = job_input(language.name, session, fresh=fresh)
         job = self.jobs.add(
             language.name, code, rest, interrupt=session.interrupt, holds=session,
-            kill=session.shutdown if fresh else replace,
-            on_end=session.shutdown if fresh else (lambda: None),
+            kill=session.shutdown if fresh else replace, give_input=give_input,
+            on_end=session.shutdown if fresh else (lambda: None), no_input=no_input,
         )  # fmt: skip
         self.last_run_failed = False
-        return output_chunk(hand_back_note(job, self.block_timeout or 0.0, fresh_shell=fresh))
+        return hand_back_chunks(job, self.block_timeout or 0.0, fresh_shell=fresh)
 
     def _replace_quietly(self, language: Language, session: Kernel) -> None:
         with contextlib.suppress(ComputerError):  # closed: its kernels go anyway

@@ -1,5 +1,5 @@
-"""The calls on jobs, as the model makes them: through lmc's ``jobs`` function
-(:mod:`lmc.agent.job_tool`) or the ``jobs`` tool of ``lmc mcp serve``.
+"""The calls on jobs (list, poll, write, eof, stop), as the model makes them: through lmc's
+``jobs`` function (:mod:`lmc.agent.job_tool`) or the ``jobs`` tool of ``lmc mcp serve``.
 
 :func:`job_arguments` checks a call's JSON arguments (a ``ValueError`` whose text is what the
 caller is told); :func:`answer_job_call` does it and says what happened, in words.
@@ -21,21 +21,33 @@ JOBS_DESCRIPTION: Final = (
     "Code still running after its time limit goes on as a background job with a number. "
     'List them ({"action": "list"}), read a job\'s new output and whether it is still '
     'running ({"action": "poll", "job": N}, optionally "wait": seconds to wait for it to '
-    'end first), or stop it ({"action": "stop", "job": N}). Jobs get no keyboard input.'
+    'end first), write a line to its input ({"action": "write", "job": N, "text": "yes"}; '
+    '"newline": false sends the text as it is), end its input ({"action": "eof", "job": N}), '
+    'or stop it ({"action": "stop", "job": N}). Only shell jobs take input.'
 )
+ACTIONS: Final = ("list", "poll", "write", "eof", "stop")
 JOBS_PARAMETERS: Final = {
     "type": "object",
     "properties": {
-        "action": {"type": "string", "enum": ["list", "poll", "stop"]},
+        "action": {"type": "string", "enum": list(ACTIONS)},
         "job": {"type": "integer", "description": "The job's number."},
-        "wait": {"type": "number", "description": "poll: seconds to wait for the job to end."},
+        "text": {"type": "string", "description": "write: the text for the job's input."},
+        "newline": {
+            "type": "boolean",
+            "description": "write: end the text with a newline (the default: true).",
+        },
+        "wait": {
+            "type": "number",
+            "description": "poll, write, eof: seconds to wait for the job to end first.",
+        },
     },
     "required": ["action"],
 }
 
 
 def job_arguments(text: str) -> dict[str, Any]:
-    """The checked arguments of a call (``{"action", "job", "wait"}``)."""
+    """The checked arguments of a call (``{"action", "job", "wait"}``, and ``"text"`` for a
+    write, its newline added)."""
     try:
         data = json.loads(text.strip() or "{}")
     except ValueError:
@@ -43,9 +55,11 @@ def job_arguments(text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError("jobs: the arguments must be a JSON object")
     action = data.get("action", "list" if "job" not in data else "poll")
-    if action not in ("list", "poll", "stop"):
-        raise ValueError('jobs: "action" must be "list", "poll" or "stop"')
+    if action not in ACTIONS:
+        raise ValueError('jobs: "action" must be "list", "poll", "write", "eof" or "stop"')
     checked: dict[str, Any] = {"action": action}
+    if action == "write":
+        checked["text"] = _text(data)
     job, wait = data.get("job"), data.get("wait", 0)
     if action != "list":
         if isinstance(job, float) and job.is_integer():
@@ -59,6 +73,16 @@ def job_arguments(text: str) -> dict[str, Any]:
         raise ValueError('jobs: "wait" must be a number of seconds')
     checked["wait"] = min(float(wait), MAX_WAIT)
     return checked
+
+
+def _text(data: dict[str, Any]) -> str:
+    """What a write sends: its text, with a newline unless ``"newline": false``."""
+    text, newline = data.get("text"), data.get("newline", True)
+    if not isinstance(text, str):
+        raise ValueError('jobs: write needs "text", the text for the job\'s input')
+    if not isinstance(newline, bool):
+        raise ValueError('jobs: "newline" must be true or false')
+    return text + "\n" if newline else text
 
 
 def answer_job_call(table: JobTable | None, arguments: dict[str, Any]) -> str:
@@ -75,6 +99,11 @@ def answer_job_call(table: JobTable | None, arguments: dict[str, Any]) -> str:
     if arguments["action"] == "stop":
         said = job.stop()
         return _report(job, f"{said}.")
+    if arguments["action"] in ("write", "eof"):
+        said = job.send_input(arguments.get("text") if arguments["action"] == "write" else None)
+        if arguments["wait"]:
+            job.wait(arguments["wait"])
+        return _report(job, f"{said}; it is {_state(job)}.")
     if arguments["wait"]:
         job.wait(arguments["wait"])
     return _report(job, f"job {job.id} is {_state(job)}.")

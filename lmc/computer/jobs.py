@@ -3,7 +3,9 @@
 When a block runs past ``block_timeout`` its run is not lost: :class:`~lmc.computer.Computer`
 hands the rest of the run (the chunk stream, still coming from the kernel) to a :class:`Job`,
 whose thread keeps reading it into a bounded buffer, and the turn goes on. The model polls the
-job (new output since the last poll, and whether it is still running) or stops it; the person
+job (new output since the last poll, and whether it is still running), writes to its stdin or
+closes it (shell jobs: the kernel keeps the block's stdin open once it is a job), or stops it;
+the person
 lists and stops them with ``%jobs`` and ``%stop N``; :meth:`JobTable.stop_all` ends them all
 when the computer closes.
 
@@ -20,16 +22,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from lmc.messages import Chunk
+from lmc.messages import Chunk, JobChunk, console_output
+
+#: Writes text to a job's stdin (None: end of input); whether it did, and what happened.
+GiveInput = Callable[[str | None], tuple[bool, str]]
 
 __all__ = [
     "MAX_JOBS",
     "STOP_GRACE",
+    "GiveInput",
     "Job",
     "JobTable",
     "Poll",
     "describe",
+    "hand_back_chunks",
     "hand_back_note",
+    "handed_back_chunk",
 ]
 
 #: Jobs that may run at once; past this a block that runs too long is interrupted instead.
@@ -65,7 +73,11 @@ class Job:
         kill: Callable[[], None],
         on_end: Callable[[], None] = lambda: None,
         holds: object = None,
+        give_input: GiveInput | None = None,
+        no_input: str = "",
     ) -> None:
+        """``give_input(text)`` writes to the job's stdin (None: end of input) and says
+        whether it did and what happened; without it, ``no_input`` says why there is none."""
         self.id = number
         #: What the job keeps busy (its kernel), for the computer to tell.
         self.holds = holds
@@ -76,6 +88,8 @@ class Job:
         self._interrupt = interrupt
         self._kill = kill
         self._on_end = on_end
+        self._give_input = give_input
+        self._no_input = no_input or "its kernel runs the code in its own process"
         self._lock = threading.Lock()
         self._unread = ""
         self._dropped = 0
@@ -141,6 +155,21 @@ class Job:
             )
         return f"job {self.id} could not be stopped"
 
+    @property
+    def takes_input(self) -> bool:
+        return self._give_input is not None
+
+    def send_input(self, text: str | None) -> str:
+        """``text`` to the job's stdin, or (None) end of input; what happened, in words."""
+        if not self.running:
+            return f"job {self.id} had already {self.state}, so it takes no input"
+        if self._give_input is None:
+            return f"job {self.id} takes no input: {self._no_input}"
+        done, said = self._give_input(text)
+        if done:
+            return f"job {self.id}: {said}"
+        return f"job {self.id}: no input was sent: {said}"
+
     def kill(self) -> None:
         """End the job at once, without an interrupt first (lmc is closing)."""
         if self.running:
@@ -193,6 +222,8 @@ class JobTable:
         kill: Callable[[], None],
         on_end: Callable[[], None] = lambda: None,
         holds: object = None,
+        give_input: GiveInput | None = None,
+        no_input: str = "",
     ) -> Job:
         """A new job for ``rest``, started."""
         with self._lock:
@@ -207,6 +238,8 @@ class JobTable:
                 kill=kill,
                 on_end=on_end,
                 holds=holds,
+                give_input=give_input,
+                no_input=no_input,
             )
             self._jobs[number] = job
         job.start()
@@ -262,9 +295,38 @@ def hand_back_note(job: Job, seconds: float, *, fresh_shell: bool) -> str:
         if fresh_shell
         else f" The {job.language} kernel is busy with it until it ends or is stopped."
     )
+    feed = (
+        f', send it a line of input ({{"action": "write", "job": {job.id}, "text": "..."}}) '
+        f'or end its input ({{"action": "eof", "job": {job.id}}}),'
+        if job.takes_input
+        else ""
+    )
     return (
         f"\nlmc: still running after {seconds:g} s, so it goes on in the background as job "
         f"{job.id}; the output so far is above.{fresh} Use the jobs tool to see its new "
-        f'output ({{"action": "poll", "job": {job.id}}}) or stop it '
+        f'output ({{"action": "poll", "job": {job.id}}}){feed} or stop it '
         f'({{"action": "stop", "job": {job.id}}}).\n'
     )
+
+
+def handed_back_chunk(job: Job, seconds: float) -> JobChunk:
+    """The typed chunk that says a block became job N (beside the note the model reads)."""
+    return {
+        "role": "computer",
+        "type": "job",
+        "format": "handed_back",
+        "content": {
+            "job": job.id,
+            "language": job.language,
+            "command": job.command,
+            "after": float(seconds),
+            "input": job.takes_input,
+        },
+    }
+
+
+def hand_back_chunks(job: Job, seconds: float, *, fresh_shell: bool) -> tuple[Chunk, Chunk]:
+    """What a run yields when its block becomes ``job``: the note the model reads (console
+    output), then the typed chunk for consumers."""
+    note = hand_back_note(job, seconds, fresh_shell=fresh_shell)
+    return console_output(note), handed_back_chunk(job, seconds)

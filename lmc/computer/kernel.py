@@ -75,6 +75,8 @@ SHUTDOWN_GRACE: Final = 1.0
 #: Without a pidfd (not Linux), how often the kernel process is checked while waiting.
 _LIVENESS_INTERVAL: Final = 0.25
 _LOG_TAIL: Final = 2000
+#: Seconds a kernel gets to answer a request about a block's stdin.
+INPUT_TIMEOUT: Final = 10.0
 
 
 class KernelSession(BackgroundStart):
@@ -194,6 +196,20 @@ class KernelSession(BackgroundStart):
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._interrupt_group(process.pid), signal.SIGINT)
+
+    def ask_input(self, action: str, text: str = "") -> tuple[bool, str]:
+        """Ask the running block's kernel about its stdin (lmc's shell kernel only, while a
+        block runs): ``keep`` it open, ``write`` ``text``, or ``eof``. Whether it was done,
+        and what happened in words."""
+        with self._lock:
+            channels = self._channels
+            if channels is None or not self.alive:
+                return False, "its kernel is gone"
+            content = {"action": action, "text": text}
+            reply = channels.ask_control("lmc_stdin_request", content, INPUT_TIMEOUT)
+        if reply is None:
+            return False, f"its kernel did not answer within {INPUT_TIMEOUT:g} s"
+        return bool(reply.get("done")), str(reply.get("text") or reply.get("evalue") or "")
 
     def _interrupt_group(self, pid: int) -> int:
         """The process group the code runs in: bwrap's own outside a sandbox; inside, the

@@ -12,6 +12,7 @@ traitlets and dateutil into lmc's process at the first block (~55 ms of CPU, 8 M
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -70,8 +71,29 @@ class KernelChannels:
                 return
             yield message
 
-    def send_control(self, msg_type: str, content: dict[str, Any]) -> None:
-        self.client.control_channel.send(self.client.session.msg(msg_type, content))
+    def send_control(self, msg_type: str, content: dict[str, Any]) -> str:
+        message = self.client.session.msg(msg_type, content)
+        self.client.control_channel.send(message)
+        return str(message["msg_id"])
+
+    def ask_control(
+        self, msg_type: str, content: dict[str, Any], timeout: float
+    ) -> dict[str, Any] | None:
+        """Send a control request and wait up to ``timeout`` seconds for its reply's content
+        (other replies waiting there, an interrupt's, are dropped); None if none came."""
+        channel = self.client.control_channel
+        while channel.get_msg() is not None:  # earlier replies nobody read
+            pass
+        msg_id = self.send_control(msg_type, content)
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            if not channel.socket.poll(int(left * 1000) + 1):
+                continue
+            reply = channel.get_msg()
+            if reply is not None and reply.get("parent_header", {}).get("msg_id") == msg_id:
+                answer = reply.get("content")
+                return answer if isinstance(answer, dict) else {}
+        return None
 
     def close(self) -> None:
         with contextlib.suppress(Exception):  # best effort: the sockets go with the context

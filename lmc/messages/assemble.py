@@ -17,7 +17,7 @@ from lmc.messages.types import Chunk, Message
 
 __all__ = ["MessageAssembler", "assemble", "messages_from_json", "messages_to_json"]
 
-_UNMERGED_TYPES = frozenset({"image", "audio", "files"})
+_UNMERGED_TYPES = frozenset({"image", "audio", "files", "job"})
 
 
 class MessageAssembler:

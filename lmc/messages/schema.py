@@ -66,6 +66,9 @@ FORMATS_BY_TYPE: Final[Mapping[str, tuple[str | None, ...]]] = {
     # lmc's extension: the files a code block changed, as a list of
     # {"path", "change" ("added"|"deleted"|"modified"), "added", "removed"} (lines; null: binary).
     "files": ("changes",),
+    # lmc's extension: a block handed back as a background job, as
+    # {"job", "language", "command", "after" (seconds), "input" (it takes stdin)}.
+    "job": ("handed_back",),
 }
 
 #: The format of a ``tool_call``: the server's name and the tool's, joined by a dot.
@@ -109,6 +112,9 @@ def _check_content(obj: Mapping[str, Any], what: str) -> None:
     if obj["type"] == "files":
         _check_file_changes(content, what)
         return
+    if obj["type"] == "job":
+        _check_handed_back(content, what)
+        return
     if obj.get("format") == "active_line":
         if content is not None and not isinstance(content, str):
             raise MessageError("an active_line chunk's content is a line number string or null")
@@ -146,6 +152,21 @@ def _check_file_changes(content: object, what: str) -> None:
     ):
         raise MessageError(
             f"an LMC files {what}'s content is a list of {{path, change, added, removed}}"
+        )
+
+
+def _check_handed_back(content: object, what: str) -> None:
+    if not (
+        isinstance(content, Mapping)
+        and set(content) == {"job", "language", "command", "after", "input"}
+        and type(content["job"]) is int
+        and isinstance(content["language"], str)
+        and isinstance(content["command"], str)
+        and type(content["after"]) in (int, float)
+        and type(content["input"]) is bool
+    ):
+        raise MessageError(
+            f"an LMC job {what}'s content is {{job, language, command, after, input}}"
         )
 
 

@@ -37,8 +37,10 @@ __all__ = [
     "ConsoleChunk",
     "ConsoleFormat",
     "FilesChunk",
+    "HandedBack",
     "ImageChunk",
     "ImageFormat",
+    "JobChunk",
     "Message",
     "MessageChunk",
     "ReasoningChunk",
@@ -172,6 +174,27 @@ class FilesChunk(_Flags):
     content: NotRequired[list[ChangedFile]]
 
 
+class HandedBack(TypedDict):
+    """A block that became a background job: its number, language and first line, the seconds
+    it ran first (``block_timeout``), and whether the model can write to its stdin."""
+
+    job: int
+    language: str
+    command: str
+    after: float
+    input: bool
+
+
+class JobChunk(_Flags):
+    """lmc's extension: a block was handed back as a job after ``block_timeout`` (the model
+    reads the note in the console output; this says it in a form a consumer can use)."""
+
+    role: Role
+    type: Literal["job"]
+    format: Literal["handed_back"]
+    content: NotRequired[HandedBack]
+
+
 Chunk: TypeAlias = (
     MessageChunk
     | ReasoningChunk
@@ -182,6 +205,7 @@ Chunk: TypeAlias = (
     | ConfirmationChunk
     | ToolCallChunk
     | FilesChunk
+    | JobChunk
 )
 
 #: The kinds whose content is text the model writes, streamed piece by piece.

@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.processes import pids_of, wait_until_gone
+from support.asking import scripted_asker
+from support.processes import pids_of, wait_until_gone, wait_until_running
 from support.replay import write_replay
 
 from lmc.agent import Interpreter
 from lmc.agent.job_tool import JobTools
+from lmc.agent.tool_calls import TOOL_DECLINED
 from lmc.computer import Computer
 from lmc.messages import Chunk
+from lmc.terminal.confirm import Confirmer
 
 
 def _shell(code: str) -> str:
@@ -50,7 +53,7 @@ def make(tiny_model: Path, tmp_path: Path) -> Iterator[Any]:
         interpreter = Interpreter(
             model=str(tiny_model),
             replay=replay,
-            auto_run=True,
+            auto_run=settings.pop("auto_run", True),
             db_path=tmp_path / "c.db",
             workdir=work,
             **settings,
@@ -109,6 +112,54 @@ def test_a_foreground_server_becomes_a_job_the_model_polls_and_stops(make: Any) 
     assert [d.name for d in interpreter.job_tools.descriptions()] == ["jobs"]
 
 
+def test_the_model_writes_to_a_job_and_ends_its_input_each_confirmed(make: Any) -> None:
+    """``read`` and ``cat`` answered through the jobs function, every call confirmed by the
+    person (the real terminal confirmer, scripted answers); a declined ``eof`` does nothing."""
+    marker = f"marker-{secrets.token_hex(6)}"
+    cat = ("cat", "-", marker)  # stdin, then an empty file: a command line all its own
+    waits = "while [ ! -e go ]; do sleep 0.05; done; "
+    block = f"touch {marker}; {waits}read -p 'Continue? ' ans; echo got:$ans; cat - {marker}"
+    interpreter = make(
+        _shell(block),
+        _jobs(action="write", job=1, text="yes"),
+        _shell("touch go"),
+        _jobs(action="eof", job=1),
+        _jobs(action="eof", job=1, wait=60),
+        _final("It answered yes."),
+        block_timeout=1,
+        auto_run=False,
+    )
+    asked, ask = scripted_asker("y", "y", "y", "n", "", "y")
+    confirmer = Confirmer(auto_run=False, ask=ask, say=lambda text: None)
+    running_after_the_decline: list[bool] = []
+
+    def confirm(block: Any) -> Any:
+        if len(asked) == 5:  # the second eof: cat still reads, its input still open
+            running_after_the_decline.append(wait_until_running(*cat))
+        return confirmer(block)
+
+    chunks = list(interpreter.chat("answer it", stream=True, display=False, confirm=confirm))
+    started, written, touched, declined, ended = _outputs(chunks)
+    assert "goes on in the background as job 1" in started
+    # The API's consumer gets it typed, too.
+    [typed] = [chunk for chunk in chunks if chunk["type"] == "job"]
+    assert typed.get("content") == {
+        "job": 1,
+        "language": "shell",
+        "command": block,
+        "after": 1.0,
+        "input": True,
+    }
+    assert written.startswith("job 1: 4 bytes sent"), written
+    assert touched == ""
+    assert declined == TOOL_DECLINED + "\n"
+    assert running_after_the_decline == [True]
+    assert ended.startswith("job 1: its input is closed (end of input); it is finished"), ended
+    assert "got:yes" in ended
+    assert len(asked) == 6  # five calls, the declined one's reason asked too
+    assert wait_until_gone(*cat)
+
+
 def test_every_job_is_stopped_when_the_interpreter_closes(make: Any) -> None:
     port = str(20000 + secrets.randbelow(30000))
     server = (sys.executable, "-m", "http.server", port)
@@ -132,8 +183,15 @@ def test_arguments_are_checked_in_one_line() -> None:
         ('{"action": "kill", "job": 1}', '"action" must be'),
         ('{"action": "stop"}', 'stop needs "job"'),
         ('{"action": "poll", "job": 1, "wait": -1}', '"wait" must be'),
+        ('{"action": "write", "job": 1}', 'write needs "text"'),
+        ('{"action": "write", "job": 1, "text": "y", "newline": 1}', '"newline" must be'),
+        ('{"action": "eof"}', 'eof needs "job"'),
     ]:
         with pytest.raises(ValueError, match=error):
             tools.arguments(call, text)
     assert tools.arguments(call, '{"job": "2"}') == {"action": "poll", "job": 2, "wait": 0.0}
+    write = tools.arguments(call, '{"action": "write", "job": 1, "text": "y"}')
+    assert write == {"action": "write", "job": 1, "wait": 0.0, "text": "y\n"}
+    raw = '{"action": "write", "job": 1, "text": "y", "newline": false}'
+    assert tools.arguments(call, raw)["text"] == "y"
     assert tools.answer({"action": "list"}) == "There are no jobs.\n"

@@ -160,3 +160,28 @@ def test_a_long_run_is_handed_back_as_a_job_the_client_polls_and_stops(tmp_path:
     assert _text(unknown) == "There is no job 2 (jobs: 1).\n"
     assert bad.is_error and '"action" must be' in _text(bad)
     assert wait_until_gone(*sleep)
+
+
+def test_the_client_writes_a_line_to_a_job_and_ends_its_input(tmp_path: Path) -> None:
+    """`read` in a job gets the client's line; `eof` ends a `cat`; a python job takes none."""
+    (tmp_path / "config.in").write_text("block_timeout = 1\n")
+    waits = "while [ ! -e go ]; do sleep 0.05; done; "
+    _, _, (ran, written, touched, polled, ended, python, refused) = _run(
+        tmp_path,
+        [
+            ("run_code", {"language": "shell", "code": waits + "read a; echo got:$a; cat"}),
+            ("jobs", {"action": "write", "job": 1, "text": "yes"}),
+            ("run_code", {"language": "shell", "code": "touch go"}),
+            ("jobs", {"action": "poll", "job": 1, "wait": 0}),
+            ("jobs", {"action": "eof", "job": 1, "wait": 60}),
+            ("run_code", {"language": "python", "code": "import time; time.sleep(60)"}),
+            ("jobs", {"action": "write", "job": 2, "text": "no"}),
+        ],
+    )
+    assert "goes on in the background as job 1" in _text(ran)
+    assert _text(written).startswith("job 1: 4 bytes sent"), _text(written)
+    assert not touched.is_error and not polled.is_error
+    assert "got:yes" in _text(polled) + _text(ended)
+    assert _text(ended).startswith("job 1: its input is closed (end of input); it is finished")
+    assert "job 2" in _text(python)
+    assert _text(refused).startswith("job 2 takes no input: the python kernel runs the code")

@@ -134,6 +134,14 @@ def test_every_seed_format_is_accepted() -> None:
             content: object = "1"
             if kind == "files":  # lmc's own: a list of changed files
                 content = [{"path": "a.py", "change": "modified", "added": 1, "removed": 0}]
+            if kind == "job":  # lmc's own: a block handed back as a job
+                content = {
+                    "job": 1,
+                    "language": "shell",
+                    "command": "x",
+                    "after": 1.0,
+                    "input": True,
+                }
             chunk = {"role": "computer", "type": kind, "content": content}
             if fmt is not None:
                 chunk["format"] = fmt
@@ -144,6 +152,15 @@ def test_every_seed_format_is_accepted() -> None:
     }  # fmt: skip
     known = {f for formats in FORMATS_BY_TYPE.values() for f in formats}
     assert seed_formats <= known
+
+
+def test_a_job_chunk_carries_what_was_handed_back() -> None:
+    good = {"job": 2, "language": "shell", "command": "sleep 9", "after": 30.0, "input": True}
+    chunk = {"role": "computer", "type": "job", "format": "handed_back", "content": good}
+    assert validate_chunk(chunk) == chunk
+    for bad in ("job 2", {**good, "job": "2"}, {**good, "input": 1}, {"job": 2}):
+        with pytest.raises(MessageError, match=r"\{job, language, command, after, input\}"):
+            validate_chunk({**chunk, "content": bad})
 
 
 def test_a_files_chunk_carries_a_list_of_changes() -> None:

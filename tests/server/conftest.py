@@ -42,6 +42,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
         max_tokens: int | None = None,
         mcp_servers: dict[str, Any] | None = None,
         config_options: dict[str, Any] | None = None,
+        block_timeout: float = 30.0,
     ) -> Served:
         replay = None
         if completions:
@@ -57,6 +58,7 @@ def serve(tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Served]]:
             stt_model=stt_model,
             max_tokens=max_tokens,
             mcp_servers=dict(mcp_servers or {}),
+            block_timeout=block_timeout,
         )
         backend = None
         if api_base is None:

@@ -235,3 +235,24 @@ def test_live_output_active_line_image_and_the_stop_button(
     assert "KeyboardInterrupt" in output and "finished" not in output
     assert not browser.find_elements(By.CSS_SELECTOR, ".line.active")
     assert not policy_violations(browser)  # the inline image is allowed
+
+
+def test_a_block_handed_back_shows_as_a_job_live_and_stored(
+    serve: Callable[..., Served], browser: WebDriver
+) -> None:
+    served = serve(
+        code("import time\nwhile True: time.sleep(0.05)"),
+        final("It runs on as job 1."),
+        auto_run=True,
+        block_timeout=1,
+    )
+    wait = WebDriverWait(browser, WAIT)
+    browser.get(f"{served.live.http}/?token={TOKEN}")
+    send(browser, "run it for ever")
+    wait.until(ec.text_to_be_present_in_element((By.ID, "log"), "It runs on as job 1."))
+    said = "job 1 (python) runs on in the background after 1 s"
+    assert browser.find_element(By.CSS_SELECTOR, ".note.job").text == said
+    browser.refresh()  # the stored conversation shows it again
+    wait.until(ec.text_to_be_present_in_element((By.ID, "log"), "It runs on as job 1."))
+    assert [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".note.job")] == [said]
+    assert not policy_violations(browser)

@@ -194,6 +194,13 @@
     scroll();
   }
 
+  function handedBack(job) {
+    // a block handed back as a background job ("job" chunk); the output's note says the rest
+    const input = job.input ? "; it takes input" : "";
+    add("note job").textContent = `job ${job.job} (${job.language}) runs on in the background after ${job.after} s${input}`;
+    scroll();
+  }
+
   function htmlOutput(html) {
     const frame = document.createElement("iframe");
     frame.className = "html";
@@ -235,6 +242,7 @@
     if (chunk.role === "server") return server(chunk);
     if (busy && statusLine.textContent.startsWith("queued")) status("");
     if (chunk.type === "files") return chunk.start || chunk.end ? undefined : files(chunk.content);
+    if (chunk.type === "job") return chunk.start || chunk.end ? undefined : handedBack(chunk.content);
     if (chunk.start) return begin(chunk);
     if (chunk.end) return finish(chunk);
     content(chunk);
@@ -363,6 +371,7 @@
       if (message.role === "user" && message.type === "message") { add("user").textContent = message.content; continue; }
       if (message.role === "computer" && message.type === "confirmation") continue;
       if (message.type === "files") { files(message.content); continue; }
+      if (message.type === "job") { handedBack(message.content); continue; }
       const chunk = { role: message.role, type: message.type, format: message.format };
       if (message.type === "image" || (message.role === "computer" && message.type === "code")) {
         content({ ...chunk, content: message.content });
