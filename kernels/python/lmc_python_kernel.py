@@ -22,9 +22,11 @@ Launched as ``python lmc_python_kernel.py -f CONNECTION_FILE`` (see kernel.json)
 
 from __future__ import annotations
 
+import fcntl
 import opcode
 import os
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -48,9 +50,37 @@ _RESUME = opcode.opmap["RESUME"]
 
 
 class ChunkedOutStream(OutStream):
-    """ipykernel's stdout/stderr, also flushed every ``MAX_PENDING_OUTPUT`` characters."""
+    """ipykernel's stdout/stderr, also flushed every ``MAX_PENDING_OUTPUT`` characters.
+
+    A flush with nothing buffered returns at once: ipykernel flushes both streams before
+    every reply, and each flush from the cell's thread is a round trip through the IOPub
+    thread (two thread switches), for stderr almost always with nothing to send.
+    """
 
     _pending = 0
+
+    def flush(self) -> None:
+        if not self._holds_nothing():
+            super().flush()  # type: ignore[no-untyped-call]
+
+    def _holds_nothing(self) -> bool:
+        """Nothing buffered and nothing waiting in the pipe that captures fd 1/2 (a child's
+        or a C library's output, which ipykernel's watcher thread reads into the buffer)."""
+        lock = getattr(self, "_buffer_lock", None)
+        buffers = getattr(self, "_buffers", None)
+        if lock is None or not isinstance(buffers, dict):  # another ipykernel: as it does
+            return False
+        with lock:
+            if any(buffer.tell() for buffer in buffers.values()):
+                return False
+        pipe = getattr(self, "_fid", None)
+        if pipe is None:
+            return True
+        try:
+            waiting = fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return False
+        return int.from_bytes(waiting, sys.byteorder) == 0
 
     def write(self, string: str) -> int:
         super().write(string)
@@ -188,6 +218,23 @@ def _on_a_line(frame: FrameType) -> bool:
     return frame.f_lasti > start and bool(frame.f_lineno)
 
 
+def quicken_replies(kernel: Any) -> None:
+    """Take out what each execute request costs ipykernel and lmc never reads.
+
+    * ipykernel sleeps 0.5 ms before every reply (``_execute_sleep``, a FIXME for frontends
+      that took the reply before output on IOPub); lmc waits for the IOPub idle status, which
+      follows all output on the same socket.
+    * ``execute_input`` repeats the code on IOPub for other frontends; lmc is the only one
+      and drops it (a message serialised, signed, sent and checked for nothing).
+    """
+    kernel._execute_sleep = 0.0
+    kernel._publish_execute_input = _no_execute_input
+
+
+def _no_execute_input(code: str, parent: Any, execution_count: int) -> None:
+    pass
+
+
 def _plain_python_path() -> None:
     """Drop this script's directory from sys.path so it cannot shadow the user's modules."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -223,8 +270,13 @@ def main() -> None:
             "--IPKernelApp.outstream_class=__main__.ChunkedOutStream",
             "--InteractiveShell.colors=nocolor",
             "--InteractiveShell.xmode=Plain",
+            # The session's inputs stay in memory (In, _i, %history): no SQLite file in the
+            # person's ~/.ipython written by a thread after every block, contending with the
+            # cell's thread for its lock.
+            "--HistoryManager.hist_file=:memory:",
         ]
     )
+    quicken_replies(app.kernel)
     ActiveLineTracker(app.kernel, app.shell).install()
     # After the tracker's hook: a snapshot's time is not the cell's last line.
     _load_shared("python/lmc_state.py").install_from_environment(app.shell)
