@@ -7,15 +7,18 @@ drops docstrings. This kernel runs the cell untouched and watches it from the si
 * For the first few thousand trace events of a cell, ``sys.settrace`` reports each line the
   first time it runs, exactly and in order, so short cells (``print(1)`` then ``print(2)``)
   show every line. Lines that take long (a ``sleep``) cost no events.
-* All along, a sampling thread reads the executing thread's frame every 20 ms with
-  ``sys._current_frames()`` and reports the line of the innermost frame belonging to the cell
-  when it changed (a frame caught as it starts has no line yet and is skipped): that covers
-  a loop going back to earlier lines, and everything after the trace budget is spent and
-  tracing is switched off (no per-line cost any more).
+* From 20 ms into the cell on, a sampling thread reads the executing thread's frame every
+  20 ms with ``sys._current_frames()`` and reports the line of the innermost frame belonging
+  to the cell when it changed (a frame caught as it starts has no line yet and is skipped):
+  that covers a loop going back to earlier lines, and everything after the trace budget is
+  spent and tracing is switched off (no per-line cost any more).
 
 Line changes go out on IOPub as ``lmc_active_line`` messages (content ``{"line": n}``, parent
 the execute request), scheduled on the IOPub thread right after a flush of stdout and stderr,
 so a consumer sees output and active lines in the order they happened.
+
+A block's round trip carries nothing lmc does not read (``quicken_replies``, the history in
+memory, an empty stream's flush skipped): ``scripts/bench_computer.py roundtrip --against``.
 
 Launched as ``python lmc_python_kernel.py -f CONNECTION_FILE`` (see kernel.json).
 """
@@ -169,6 +172,9 @@ class ActiveLineTracker:
     def _sample_forever(self) -> None:
         while True:
             self._running.wait()
+            # A cell's first lines are the tracer's: sampling starts one interval in, so a
+            # short cell (most blocks) costs this thread one wake and takes no GIL from it.
+            time.sleep(SAMPLE_INTERVAL)
             while self._running.is_set():
                 self._sample()
                 time.sleep(SAMPLE_INTERVAL)
