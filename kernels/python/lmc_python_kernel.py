@@ -28,6 +28,7 @@ from __future__ import annotations
 import fcntl
 import opcode
 import os
+import select
 import sys
 import termios
 import threading
@@ -43,6 +44,12 @@ TRACE_BUDGET = 2000
 #: Characters a stream may buffer before it is sent, so messages stay small (a consumer's
 #: memory) and a print loop waits for IOPub instead of piling up hundreds of MB.
 MAX_PENDING_OUTPUT = 256 * 1024
+#: Bytes the watcher thread reads from the pipe that captures fd 1/2 at a time.
+PIPE_CHUNK = 64 * 1024
+#: Seconds a flush waits at most for the watcher to carry the pipe's bytes into the buffer.
+PIPE_WAIT = 2.0
+#: What ipykernel's OutStream keeps for its watcher thread (6.x and 7.x).
+_WATCHER_STATE = ("_fid", "_should_watch", "_original_stdstream_copy", "_exc")
 #: Seconds between two samples of the running frame once tracing is off.
 SAMPLE_INTERVAL = 0.02
 
@@ -55,20 +62,69 @@ _RESUME = opcode.opmap["RESUME"]
 class ChunkedOutStream(OutStream):
     """ipykernel's stdout/stderr, also flushed every ``MAX_PENDING_OUTPUT`` characters.
 
-    A flush with nothing buffered returns at once: ipykernel flushes both streams before
-    every reply, and each flush from the cell's thread is a round trip through the IOPub
-    thread (two thread switches), for stderr almost always with nothing to send.
+    Output written to fd 1/2 (a child process, a C library) reaches the buffer through the
+    watcher thread, which reads the capturing pipe. A flush first waits until the bytes the
+    pipe held when it was called are in the buffer: a block's last subprocess output is the
+    block's (stock ipykernel's flush raced the watcher and lost it to a timer flush after the
+    idle status, about one block in four under load).
+
+    A flush with nothing buffered then returns at once: ipykernel flushes both streams
+    before every reply, and each flush from the cell's thread is a round trip through the
+    IOPub thread (two thread switches), for stderr almost always with nothing to send.
     """
 
     _pending = 0
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Before OutStream starts the watcher thread, which uses them.
+        self._pipe_turn = threading.Condition(threading.RLock())
+        self._carried = 0  # bytes the watcher moved from the pipe into the buffer
+        super().__init__(*args, **kwargs)
+
     def flush(self) -> None:
+        self._take_in_pipe()
         if not self._holds_nothing():
             super().flush()  # type: ignore[no-untyped-call]
 
+    def _watch_pipe_fd(self) -> None:
+        """ipykernel's watcher: the pipe's bytes to the buffer and to the original fd, each
+        chunk read and written under ``_pipe_turn``, counted in ``_carried``."""
+        if not all(hasattr(self, name) for name in _WATCHER_STATE):  # another ipykernel
+            super()._watch_pipe_fd()  # type: ignore[no-untyped-call]
+            return
+        pipe = self._fid
+        try:
+            while self._should_watch:
+                select.select([pipe], [], [])
+                with self._pipe_turn:
+                    data = os.read(pipe, PIPE_CHUNK)
+                    if not data or not self._should_watch:
+                        return
+                    self.write(data.decode(errors="replace"))
+                    os.write(self._original_stdstream_copy, data)
+                    self._carried += len(data)
+                    self._pipe_turn.notify_all()
+        except Exception:
+            self._exc = sys.exc_info()
+
+    def _take_in_pipe(self) -> None:
+        """Wait until the bytes in the capturing pipe now are in the buffer (at most
+        ``PIPE_WAIT`` seconds, for a watcher that cannot go on)."""
+        watcher = getattr(self, "watch_fd_thread", None)
+        pipe = getattr(self, "_fid", None)
+        if pipe is None or watcher is None or watcher is threading.current_thread():
+            return
+        deadline = time.monotonic() + PIPE_WAIT
+        with self._pipe_turn:  # the watcher is between chunks: each byte is in one place
+            target = self._carried + _unread(pipe)
+            while self._carried < target and watcher.is_alive():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._pipe_turn.wait(min(left, 0.1))
+
     def _holds_nothing(self) -> bool:
-        """Nothing buffered and nothing waiting in the pipe that captures fd 1/2 (a child's
-        or a C library's output, which ipykernel's watcher thread reads into the buffer)."""
+        """Nothing buffered and nothing waiting in the pipe that captures fd 1/2."""
         lock = getattr(self, "_buffer_lock", None)
         buffers = getattr(self, "_buffers", None)
         if lock is None or not isinstance(buffers, dict):  # another ipykernel: as it does
@@ -77,13 +133,7 @@ class ChunkedOutStream(OutStream):
             if any(buffer.tell() for buffer in buffers.values()):
                 return False
         pipe = getattr(self, "_fid", None)
-        if pipe is None:
-            return True
-        try:
-            waiting = fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0")
-        except OSError:
-            return False
-        return int.from_bytes(waiting, sys.byteorder) == 0
+        return pipe is None or _unread(pipe) == 0
 
     def write(self, string: str) -> int:
         super().write(string)
@@ -92,6 +142,15 @@ class ChunkedOutStream(OutStream):
             self._pending = 0
             self.flush()  # type: ignore[no-untyped-call]
         return len(string)
+
+
+def _unread(pipe: int) -> int:
+    """Bytes waiting in ``pipe`` (1 where it cannot be asked: never taken for empty)."""
+    try:
+        waiting = fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return 1
+    return int.from_bytes(waiting, sys.byteorder)
 
 
 class ActiveLineTracker:

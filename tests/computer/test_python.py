@@ -287,3 +287,19 @@ def test_the_sessions_inputs_stay_in_memory_not_in_ipythons_history_file(
             time.sleep(0.05)
     finally:
         session.shutdown()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import subprocess\ndone = subprocess.run(['echo', 'block {n}'])",
+        "import os\ndone = os.write(1, b'block {n}\\n')",
+    ],
+    ids=["subprocess", "os.write"],
+)
+def test_output_written_to_fd_1_last_is_the_blocks_own(computer: Computer, code: str) -> None:
+    """What a child process or os.write puts on fd 1 as a block's last act is in that block's
+    output, every time (ipykernel's end-of-block flush raced the thread that reads the
+    capturing pipe, and lost such output to a later flush about one block in four)."""
+    outputs = [output_of(collect(computer, "python", code.format(n=n))) for n in range(30)]
+    assert outputs == [f"block {n}\n" for n in range(30)]
