@@ -79,7 +79,7 @@ class ChunkedOutStream(OutStream):
         # Before OutStream starts the watcher thread, which uses them.
         self._pipe_turn = threading.Condition(threading.RLock())
         self._carried = 0  # bytes the watcher moved from the pipe into the buffer
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
 
     def flush(self) -> None:
         self._take_in_pipe()
@@ -93,6 +93,8 @@ class ChunkedOutStream(OutStream):
             super()._watch_pipe_fd()  # type: ignore[no-untyped-call]
             return
         pipe = self._fid
+        if pipe is None:
+            return
         try:
             while self._should_watch:
                 select.select([pipe], [], [])
@@ -140,7 +142,7 @@ class ChunkedOutStream(OutStream):
         self._pending += len(string)
         if self._pending >= MAX_PENDING_OUTPUT:
             self._pending = 0
-            self.flush()  # type: ignore[no-untyped-call]
+            self.flush()
         return len(string)
 
 
