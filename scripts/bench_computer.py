@@ -229,6 +229,8 @@ BENCHES = {"active": bench_active_line, "roundtrip": bench_roundtrip, "startup":
 ROUNDTRIP_CODE = {"python": "print(1)", "shell": "echo 1"}
 SIDE_RUNS = 300
 SIDE_BATCH = 10
+ACTIVE_KERNELS = 4
+ACTIVE_RUNS = 3
 
 
 class Worker:
@@ -277,7 +279,12 @@ def _serve_worker(sandbox: str) -> None:
                 request = json.loads(line)
                 code, runs = request["code"], request["runs"]
                 if "session" in request:
-                    session = _session(sessions, request["session"], Path(runtime.name))
+                    session = _session(
+                        sessions,
+                        request["session"],
+                        Path(runtime.name),
+                        request.get("fresh", False),
+                    )
                     tree = _process_tree(session.pid or 0)
                     cpu = _cpu_seconds(tree)
                     times = [_timed_run(session, code, _drop) for _ in range(runs)]
@@ -297,7 +304,11 @@ def _serve_worker(sandbox: str) -> None:
             runtime.cleanup()
 
 
-def _session(sessions: dict[str, KernelSession], kind: str, runtime: Path) -> KernelSession:
+def _session(
+    sessions: dict[str, KernelSession], kind: str, runtime: Path, fresh: bool = False
+) -> KernelSession:
+    if fresh and kind in sessions:
+        sessions.pop(kind).shutdown()
     if kind not in sessions:
         spec = kernel_spec("python") if kind == "lmc" else _plain_ipykernel()
         sessions[kind] = KernelSession(spec, runtime_dir=runtime)
@@ -408,19 +419,25 @@ def side_by_side_roundtrip(checkouts: dict[str, Path], modes: list[str]) -> None
 
 
 def side_by_side_active(checkouts: dict[str, Path]) -> None:
+    """Each side's lmc/none ratio over ``ACTIVE_KERNELS`` fresh kernels each: a tight loop's
+    speed depends on the process it runs in (where its heap lies) by several percent, which
+    one pair of kernels would take for the tracker's cost."""
     code = LOOP.format(n=LOOP_N)
     workers = {name: Worker(path, "off") for name, path in checkouts.items()}
     this = next(iter(checkouts))
+    walls: dict[str, list[float]] = {name: [] for name in workers}
+    cpus: dict[str, list[float]] = {name: [] for name in workers}
+    none = Sample()
     try:
-        plain = {"session": "plain", "code": code, "runs": 1}
-        tracked = {"session": "lmc", "code": code, "runs": 1}
-        for worker in workers.values():
-            worker.ask(**tracked)  # warm up (and start the kernel)
-        workers[this].ask(**plain)
-        walls: dict[str, list[float]] = {name: [] for name in workers}
-        cpus: dict[str, list[float]] = {name: [] for name in workers}
-        none = Sample()
-        for number in range(REPEATS):
+        for number in range(ACTIVE_KERNELS * ACTIVE_RUNS):
+            fresh = number % ACTIVE_RUNS == 0
+            plain = {"session": "plain", "code": code, "runs": 1, "fresh": fresh}
+            tracked = {"session": "lmc", "code": code, "runs": 1, "fresh": fresh}
+            if fresh:  # warm up new kernels
+                for worker in workers.values():
+                    worker.ask(**tracked)
+                workers[this].ask(**plain)
+                plain["fresh"] = tracked["fresh"] = False
             untracked = workers[this].ask(**plain)
             none.wall += untracked["wall"]
             none.cpu += untracked["cpu"]
@@ -431,7 +448,9 @@ def side_by_side_active(checkouts: dict[str, Path]) -> None:
     finally:
         for worker in workers.values():
             worker.close()
-    print(f"\nActive-line overhead side by side: {LOOP_N:,} iterations, median of {REPEATS}")
+    runs = ACTIVE_KERNELS * ACTIVE_RUNS
+    print(f"\nActive-line overhead side by side: {LOOP_N:,} iterations, median of {runs}")
+    print(f"  ({ACTIVE_KERNELS} fresh kernels a side, {ACTIVE_RUNS} runs each, interleaved)")
     print(
         f"  none (plain ipykernel): {none.median_ms / 1000:.3f} s,"
         f" {none.cpu_ms / 1000:.3f} s of the kernel's CPU (load average {_load()})"
