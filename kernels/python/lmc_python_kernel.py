@@ -25,12 +25,10 @@ Launched as ``python lmc_python_kernel.py -f CONNECTION_FILE`` (see kernel.json)
 
 from __future__ import annotations
 
-import fcntl
 import opcode
 import os
 import select
 import sys
-import termios
 import threading
 import time
 from collections.abc import Callable
@@ -148,6 +146,9 @@ class ChunkedOutStream(OutStream):
 
 def _unread(pipe: int) -> int:
     """Bytes waiting in ``pipe`` (1 where it cannot be asked: never taken for empty)."""
+    import fcntl  # here: a gateway on Windows loads this file for the tracker alone
+    import termios
+
     try:
         waiting = fcntl.ioctl(pipe, termios.FIONREAD, b"\0\0\0\0")
     except OSError:
