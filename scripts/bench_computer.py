@@ -9,7 +9,7 @@ active     A CPU-bound loop in the Python kernel: lmc's active-line tracking aga
            here: a ``print("##active_line N##")`` injected before every statement and parsed
            back out of stdout. Target: lmc within 1.05x of none.
 roundtrip  ``print(1)`` on a warm kernel, from ``run()`` to the console end flag, median of
-           100 runs. Target: under 10 ms (python, shell).
+           100 runs. Target: <= 3.5 ms (python, shell).
 startup    Cold start of each kernel, and the first run's latency with and without
            ``prestart`` while a model would be generating.
 
@@ -172,7 +172,7 @@ def bench_roundtrip() -> None:
             print(
                 f"  {language:<12} {statistics.median(times):>10.2f} {p90:>8.2f} {times[0]:>8.2f}"
             )
-    print("  (target: under 10 ms for python and shell)")
+    print("  (target: <= 3.5 ms for python and shell)")
 
 
 def bench_startup() -> None:
