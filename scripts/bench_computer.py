@@ -19,7 +19,7 @@ worker process of its own with its checkout first on ``PYTHONPATH``, the parent 
 the same batches in turn (interleaved, so a noisy neighbour hits both alike) and prints the
 medians and the ratio this/other. ``roundtrip`` then runs with the sandbox off and on
 (workspace), 300 runs each; ``active`` gives each side's lmc/none ratio against the same
-plain ipykernel.
+plain ipykernel. ``--this CHECKOUT`` puts another checkout in this one's place.
 """
 
 from __future__ import annotations
@@ -462,10 +462,11 @@ def side_by_side_active(checkouts: dict[str, Path]) -> None:
         )
 
 
-def _side_by_side(names: list[str], against: Path, sandbox: str) -> None:
-    here = Path(__file__).resolve().parent.parent
-    if not (against / "lmc" / "computer").is_dir():
-        raise SystemExit(f"{against} is not a checkout of lmc (no lmc/computer in it)")
+def _side_by_side(names: list[str], against: Path, sandbox: str, this: Path | None) -> None:
+    here = (this or Path(__file__).resolve().parent.parent).resolve()
+    for checkout in (here, against):
+        if not (checkout / "lmc" / "computer").is_dir():
+            raise SystemExit(f"{checkout} is not a checkout of lmc (no lmc/computer in it)")
     checkouts = {f"this: {_commit(here)}": here, f"other: {_commit(against)}": against.resolve()}
     modes = ["off", "workspace"] if sandbox == "both" else [sandbox]
     for name in names:
@@ -491,6 +492,7 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", metavar="BENCHMARK", help=", ".join(BENCHES))
     parser.add_argument("--against", type=Path, help="another checkout of lmc, side by side")
+    parser.add_argument("--this", type=Path, help="the checkout beside it (default: this one)")
     parser.add_argument("--sandbox", choices=["off", "workspace", "both"], default="both")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -502,7 +504,7 @@ def main(argv: list[str]) -> None:
         if name not in BENCHES:
             raise SystemExit(f"unknown benchmark {name!r}; choose from {', '.join(BENCHES)}")
     if args.against:
-        _side_by_side(chosen, args.against, args.sandbox)
+        _side_by_side(chosen, args.against, args.sandbox, args.this)
         return
     for name in chosen:
         BENCHES[name]()
