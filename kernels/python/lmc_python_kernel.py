@@ -93,9 +93,11 @@ class ChunkedOutStream(OutStream):
         pipe = self._fid
         if pipe is None:
             return
+        readable = select.poll()
+        readable.register(pipe, select.POLLIN)
         try:
             while self._should_watch:
-                select.select([pipe], [], [])
+                readable.poll()
                 with self._pipe_turn:
                     data = os.read(pipe, PIPE_CHUNK)
                     if not data or not self._should_watch:
@@ -114,6 +116,8 @@ class ChunkedOutStream(OutStream):
         pipe = getattr(self, "_fid", None)
         if pipe is None or watcher is None or watcher is threading.current_thread():
             return
+        if not self._is_master_process():  # type: ignore[no-untyped-call]
+            return  # a forked child: the watcher (and maybe its lock) stayed in the kernel
         deadline = time.monotonic() + PIPE_WAIT
         with self._pipe_turn:  # the watcher is between chunks: each byte is in one place
             target = self._carried + _unread(pipe)
