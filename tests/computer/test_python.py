@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import sqlite3
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from support.computer_testing import active_lines, collect, output_of
 
 from lmc.computer import Computer
+from lmc.computer.kernel import KernelSession
+from lmc.computer.kernelspecs import KernelSpec
 from lmc.messages import text_of
 
 
@@ -233,3 +240,66 @@ def test_plots_are_images_even_when_the_environment_says_agg(
     with Computer() as fresh:
         images = [c for c in collect(fresh, "python", code) if c["type"] == "image"]
     assert [c["format"] for c in images] == ["base64.png"]
+
+
+MARKER = "lmc_history_marker = 'kept in memory only'"
+
+
+def _history_files_holding(folder: Path, text: str) -> list[Path]:
+    """The SQLite files under ``folder`` whose history table holds ``text``."""
+    found = []
+    for path in folder.rglob("*.sqlite"):
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            rows = db.execute("SELECT source_raw FROM history").fetchall()
+        if any(text in row[0] for row in rows):
+            found.append(path)
+    return found
+
+
+def test_the_sessions_inputs_stay_in_memory_not_in_ipythons_history_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lmc's kernel keeps In, _i and %history for the session and writes no history file
+    (a thread writing it after every block cost the round trip milliseconds); stock ipykernel
+    writes the same block into the file."""
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    with Computer(sandbox="off", workdir=tmp_path) as fresh:
+        collect(fresh, "python", MARKER)
+        history = output_of(collect(fresh, "python", "%history\nprint(In[-2], _i, sep='|')"))
+    assert MARKER in history.splitlines()
+    assert history.endswith(f"{MARKER}|{MARKER}\n")
+    assert _history_files_holding(tmp_path / "ipython", MARKER) == []
+    # Stock ipykernel, same IPYTHONDIR: its history thread writes the block into the file.
+    stock = KernelSpec(
+        name="stock-ipykernel",
+        argv=(sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"),
+        language="python",
+        resource_dir=tmp_path,
+    )
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    session = KernelSession(stock, runtime_dir=tmp_path / "runtime")
+    try:
+        for _event in session.execute(MARKER):
+            pass
+        deadline = time.monotonic() + 60  # the history thread writes when it gets to it
+        while not _history_files_holding(tmp_path / "ipython", MARKER):
+            assert time.monotonic() < deadline, "stock ipykernel wrote no history"
+            time.sleep(0.05)
+    finally:
+        session.shutdown()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import subprocess\ndone = subprocess.run(['echo', 'block {n}'])",
+        "import os\ndone = os.write(1, b'block {n}\\n')",
+    ],
+    ids=["subprocess", "os.write"],
+)
+def test_output_written_to_fd_1_last_is_the_blocks_own(computer: Computer, code: str) -> None:
+    """What a child process or os.write puts on fd 1 as a block's last act is in that block's
+    output, every time (ipykernel's end-of-block flush raced the thread that reads the
+    capturing pipe, and lost such output to a later flush about one block in four)."""
+    outputs = [output_of(collect(computer, "python", code.format(n=n))) for n in range(30)]
+    assert outputs == [f"block {n}\n" for n in range(30)]
