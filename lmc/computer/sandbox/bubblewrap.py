@@ -97,6 +97,7 @@ def bwrap_command(
     private_root: Path | None = None,
     seccomp_fd: int | None = None,
     own_network: bool = True,
+    launcher: Sequence[str] = (),
 ) -> list[str]:
     """The argv that runs ``argv`` inside bubblewrap under ``policy``.
 
@@ -105,7 +106,8 @@ def bwrap_command(
     ``private_root`` is the folder of every lmc session's kernels (covered, ``shared``
     bound back); ``seccomp_fd`` a descriptor holding the filter (inherited by bwrap);
     ``own_network=False``: no network namespace of its own (it is started inside the
-    session's shared one, :mod:`.shared_net`).
+    session's shared one, :mod:`.shared_net`); ``launcher`` runs first inside, with
+    SIGINT still ignored, and then ``argv`` (:mod:`.connect_guard`'s step).
     """
     command = [*signal_prefix(), bwrap, *_BASE, *_identity(), *_PROC_MASKS]
     command += _private_tmp(policy) + _run(policy)
@@ -119,7 +121,7 @@ def bwrap_command(
     command += _matplotlib_env()
     if seccomp_fd is not None:
         command += ["--seccomp", str(seccomp_fd)]
-    command += ["--chdir", str(start), "--"]
+    command += ["--chdir", str(start), "--", *launcher]
     command += ["env", "--default-signal=INT", *argv]
     return command
 
