@@ -69,7 +69,9 @@ def _build() -> bytes:
     for call in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
         rules.add_rule(lib.ERRNO(errno.ENOSYS), call)
     # seccomp(SECCOMP_SET_MODE_FILTER, flags with SECCOMP_FILTER_FLAG_NEW_LISTENER)
-    rules.add_rule(lib.ERRNO(errno.EPERM), "seccomp", lib.Arg(0, lib.EQ, 1), lib.Arg(1, lib.MASKED_EQ, 8, 8))
+    rules.add_rule(
+        lib.ERRNO(errno.EPERM), "seccomp", lib.Arg(0, lib.EQ, 1), lib.Arg(1, lib.MASKED_EQ, 8, 8)
+    )
     with tempfile.TemporaryFile() as out:
         rules.export_bpf(out)
         out.seek(0)
@@ -153,7 +155,9 @@ def _supervise(listener: int) -> None:
     try:
         while True:
             events = poller.poll()
-            if any(mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, mask in events):
+            if any(
+                mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _, mask in events
+            ):
                 return
             try:
                 call = notify.receive(listener)
@@ -218,7 +222,7 @@ def _connect_for(listener: int, call: notify.Notification) -> None:
         memory = target.open("mem", os.O_RDONLY)
         root = target.open("root", os.O_PATH | os.O_DIRECTORY)
         pidfd = target.keep(_pidfd(call.pid))
-        cwd = os.readlink(f"/proc/{call.pid}/cwd")
+        cwd = str(Path(f"/proc/{call.pid}/cwd").readlink())
         if not notify.notification_valid(listener, call.id):
             return  # gone, or another process now has that pid: nothing opened is trusted
         if length > _SOCKADDR_MAX:
@@ -251,7 +255,7 @@ def _unix_address(address: bytes, root: int, cwd: str, target: _Target) -> tuple
     if not path.startswith("/"):
         if not cwd.startswith("/"):
             return b"", _DENY
-        path = os.path.join(cwd, path)
+        path = str(Path(cwd) / path)
     try:
         found = target.keep(notify.openat2_in_root(root, path))
         mode = os.fstat(found).st_mode

@@ -114,9 +114,7 @@ def openat2_in_root(root: int, path: str) -> int:
     absolute links stay inside it), no ``/proc`` magic links followed."""
     how = _OpenHow(os.O_PATH | os.O_CLOEXEC, 0, _RESOLVE_IN_ROOT | _RESOLVE_NO_MAGICLINKS)
     relative = path.lstrip("/") or "."
-    fd = _libc.syscall(
-        _SYS_OPENAT2, root, relative.encode(), ctypes.byref(how), ctypes.sizeof(how)
-    )
+    fd = _libc.syscall(_SYS_OPENAT2, root, relative.encode(), ctypes.byref(how), ctypes.sizeof(how))
     if fd < 0:
         _raise()
     return int(fd)

@@ -1,0 +1,325 @@
+"""With the network off, a host Unix socket bound *after* a kernel started, in a folder the
+sandbox shows read-only, cannot be reached: lmc makes every connect() itself (seccomp user
+notification) and refuses a socket on a read-only mount. Each attempt is real, made from
+inside a running kernel; what reached the host is checked at the host's listener; and the
+same attempt succeeds with the guard off (``connect_guard.guard_connects`` made False: the
+kernel starts without the step that puts the filter on)."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from support.sandbox_testing import Place, output_of
+
+from lmc.computer import Computer
+from lmc.computer.sandbox import connect_guard, resolve_policy
+from lmc.computer.sandbox.report import protections
+
+START = {"python": "print('up')", "shell": "echo up", "javascript": "console.log('up')"}
+
+
+def connect_code(language: str, path: Path | str) -> str:
+    """Code that connects to the Unix socket ``path``, sends ``intruder`` and says how it went:
+    ``connected``, or ``refused`` with the error."""
+    python = (
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ns.settimeout(10)\ntry:\n"
+        f"    s.connect({str(path)!r}); s.sendall(b'intruder'); print('connected')\n"
+        "except OSError as e:\n    print('refused', e.errno, e.strerror)\ns.close()"
+    )
+    if language == "python":
+        return python
+    if language == "shell":
+        return f"timeout 20 python3 - <<'EOF'\n{python}\nEOF"
+    return (
+        "const said = await new Promise((done) => {\n"
+        f"  const s = require('net').connect({str(path)!r});\n"
+        "  s.on('connect', () => s.end('intruder', () => done('connected')));\n"
+        "  s.on('error', (e) => done('refused ' + e.code));\n"
+        "});\nconsole.log(said);"
+    )
+
+
+@contextmanager
+def host_listener(path: Path) -> Iterator[socket.socket]:
+    """A listening Unix socket lmc's host binds at ``path`` (never accepting by itself)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    path.chmod(0o777)
+    server.listen()
+    try:
+        yield server
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)
+
+
+def nothing_arrived(server: socket.socket) -> bool:
+    """No connection is waiting: the code's connect has returned, so one made would be
+    queued already."""
+    server.setblocking(False)
+    try:
+        connection, _ = server.accept()
+    except BlockingIOError:
+        return True
+    connection.close()
+    return False
+
+
+def received(server: socket.socket) -> bytes:
+    server.settimeout(30)
+    connection, _ = server.accept()
+    with connection:
+        connection.settimeout(30)
+        return connection.recv(100)
+
+
+@pytest.fixture
+def guard_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connect_guard, "guard_connects", lambda: False)
+
+
+def socket_path(place: Place, where: str, name: str) -> Path:
+    """Where the host binds: a fresh folder in /var/tmp (made after the start) or a folder
+    of the home folder (sealed: only what exists at the start is shown)."""
+    if where == "home":
+        folder = place.home / f"projects-{name}"
+        folder.mkdir(exist_ok=True)
+        return folder / "listen.sock"
+    return place.root / f"later-{name}" / "listen.sock"
+
+
+@pytest.mark.parametrize("language", ["python", "shell", "javascript"])
+@pytest.mark.parametrize("where", ["var-tmp", "home"])
+def test_a_host_socket_bound_after_the_start_is_refused(
+    where: str, language: str, place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = socket_path(place, where, f"{language}-on")
+    with Computer(sandbox="workspace", workdir=place.work) as contained:
+        assert output_of(contained, language, START[language]) == "up\n"
+        with host_listener(path) as server:
+            said = output_of(contained, language, connect_code(language, path))
+            assert said in ("refused 13 Permission denied\n", "refused EACCES\n"), said
+            assert nothing_arrived(server)
+
+
+@pytest.mark.parametrize("language", ["python", "shell", "javascript"])
+@pytest.mark.parametrize("where", ["var-tmp", "home"])
+def test_with_the_guard_off_the_same_attempt_reaches_the_host(
+    where: str, language: str, place: Place, guard_off: None
+) -> None:
+    path = socket_path(place, where, f"{language}-off")
+    with Computer(sandbox="workspace", workdir=place.work) as unguarded:
+        assert output_of(unguarded, language, START[language]) == "up\n"
+        with host_listener(path) as server:
+            said = output_of(unguarded, language, connect_code(language, path))
+            assert said == "connected\n", said
+            assert received(server) == b"intruder"
+
+
+OWN_SOCKETS = """
+import os, socket
+def pair(family, kind, address):
+    server = socket.socket(family, kind)
+    server.bind(address)
+    server.listen()
+    client = socket.socket(family, kind)
+    client.connect(address)
+    peer, _ = server.accept()
+    client.sendall(b'x')
+    got = peer.recv(1)
+    for s in (client, peer, server):
+        s.close()
+    return got == b'x'
+print('workdir', pair(socket.AF_UNIX, socket.SOCK_STREAM, 'own.sock'))
+os.unlink('own.sock')
+os.makedirs('/tmp/own', exist_ok=True)
+print('tmp', pair(socket.AF_UNIX, socket.SOCK_SEQPACKET, '/tmp/own/own.sock'))
+print('abstract', pair(socket.AF_UNIX, socket.SOCK_STREAM, '\\0lmc-own-{tag}'))
+server = socket.create_server(('127.0.0.1', 0))
+client = socket.create_connection(server.getsockname(), timeout=10)
+client.sendall(b'z')
+print('loopback', server.accept()[0].recv(1) == b'z')
+a, b = socket.socketpair()
+a.sendall(b'y')
+print('socketpair', b.recv(1) == b'y')
+try:
+    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect('missing.sock')
+except OSError as e:
+    print('missing', e.errno)
+"""
+
+
+def test_the_codes_own_sockets_still_work(place: Place, contained: Computer) -> None:
+    """Sockets the code binds in folders it may write (the working directory, its /tmp),
+    abstract ones, loopback TCP and socket pairs connect as before; a missing path is ENOENT."""
+    said = output_of(contained, "python", OWN_SOCKETS.format(tag=secrets.token_hex(4)))
+    assert said.split("\n") == [
+        "workdir True",
+        "tmp True",
+        "abstract True",
+        "loopback True",
+        "socketpair True",
+        "missing 2",
+        "",
+    ], said
+
+
+DATAGRAM = """
+import socket
+for make in (lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM),
+             lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]):
+    try:
+        s = make()
+        s.sendto(b'intruder', {path!r})
+        print('sent')
+    except OSError as e:
+        print('refused', e.errno)
+"""
+
+
+def test_a_host_datagram_socket_bound_later_gets_nothing(place: Place) -> None:
+    """``sendto`` with an address needs no connect: Unix datagram sockets are refused (both
+    ``socket`` and ``socketpair``), so nothing reaches a host datagram socket bound later;
+    with the guard off both sends arrive."""
+    path = place.root / "later-datagram" / "log.sock"
+    path.parent.mkdir(exist_ok=True)
+    for guarded in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            if not guarded:
+                patch.setattr(connect_guard, "guard_connects", lambda: False)
+            with Computer(sandbox="workspace", workdir=place.work) as computer:
+                assert output_of(computer, "python", "print('up')") == "up\n"
+                receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                receiver.bind(str(path))
+                path.chmod(0o777)
+                try:
+                    said = output_of(computer, "python", DATAGRAM.format(path=str(path)))
+                    receiver.setblocking(False)
+                    got = []
+                    while True:
+                        try:
+                            got.append(receiver.recv(100))
+                        except BlockingIOError:
+                            break
+                finally:
+                    receiver.close()
+                    path.unlink()
+        if guarded:
+            assert said == "refused 13\nrefused 13\n" and got == [], (said, got)
+        else:
+            assert said == "sent\nsent\n" and got == [b"intruder", b"intruder"], (said, got)
+
+
+AROUND = """
+import os, socket
+os.symlink({path!r}, 'link.sock')
+for address in ('link.sock', '/proc/self/fd/%d' % os.open({path!r}, os.O_PATH)):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(address); s.sendall(b'intruder'); print('connected')
+    except OSError as e:
+        print('refused', e.errno)
+os.unlink('link.sock')
+"""
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_link_or_a_proc_descriptor_does_not_lead_around(guarded: bool, place: Place) -> None:
+    """A link in the working directory to the host socket, and ``/proc/self/fd/N`` of an
+    O_PATH descriptor of it: the socket reached is the one checked (the link followed inside
+    the sandbox's root, to a read-only mount: EACCES; ``/proc/self`` is not the code's
+    own when lmc resolves it, and no magic link is followed: ENOENT)."""
+    path = place.root / f"later-around-{guarded}" / "listen.sock"
+    with pytest.MonkeyPatch.context() as patch:
+        if not guarded:
+            patch.setattr(connect_guard, "guard_connects", lambda: False)
+        with Computer(sandbox="workspace", workdir=place.work) as computer:
+            assert output_of(computer, "python", "print('up')") == "up\n"
+            with host_listener(path) as server:
+                said = output_of(computer, "python", AROUND.format(path=str(path)))
+                if guarded:
+                    assert said == "refused 13\nrefused 2\n", said
+                    assert nothing_arrived(server)
+                else:
+                    assert said == "connected\nconnected\n", said
+                    assert received(server) == b"intruder"
+
+
+TAKE_OVER = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+seccomp = {"x86_64": 317, "aarch64": 277}[os.uname().machine]
+allow = (ctypes.c_uint64 * 1)(0x7FFF000000000006)  # BPF_RET|BPF_K, SECCOMP_RET_ALLOW
+class Program(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+program = Program(1, ctypes.cast(allow, ctypes.c_void_p))
+fd = libc.syscall(seccomp, 1, 8, ctypes.byref(program))  # NEW_LISTENER
+print('listener', 'refused' if fd < 0 else 'got', errno.errorcode.get(ctypes.get_errno()))
+params = (ctypes.c_char * 120)()
+ring = libc.syscall(425, 4, params)  # io_uring_setup
+print('io_uring', 'refused' if ring < 0 else 'got', errno.errorcode.get(ctypes.get_errno()))
+"""
+
+
+def test_the_code_cannot_answer_its_own_connects(place: Place) -> None:
+    """A seccomp listener of the code's own (its notifications would come before lmc's, and
+    it could let its connect through) is refused, and so is io_uring (whose connect is no
+    system call). With the guard off both are there: the attempt is real."""
+    for guarded in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            if not guarded:
+                patch.setattr(connect_guard, "guard_connects", lambda: False)
+            with Computer(sandbox="workspace", workdir=place.work) as computer:
+                said = output_of(computer, "python", TAKE_OVER)
+        if guarded:
+            assert said == "listener refused EPERM\nio_uring refused ENOSYS\n", said
+        else:
+            assert said.startswith("listener got") and "io_uring got" in said, said
+
+
+ABSTRACT = """
+import socket
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect({name!r}); print('connected')
+except OSError as e:
+    print('refused', e.errno)
+"""
+
+
+def test_a_host_abstract_socket_is_apart(place: Place, contained: Computer) -> None:
+    """Abstract Unix sockets belong to a network namespace: one the host binds after the
+    start is unknown inside (ECONNREFUSED); without the sandbox it is reached."""
+    name = f"\0lmc-host-{secrets.token_hex(4)}"
+    assert output_of(contained, "python", "print('up')") == "up\n"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(name)
+    server.listen()
+    try:
+        assert output_of(contained, "python", ABSTRACT.format(name=name)) == "refused 111\n"
+        assert nothing_arrived(server)
+        with Computer(sandbox="off", workdir=place.work) as uncontained:
+            said = output_of(uncontained, "python", ABSTRACT.format(name=name))
+        assert said == "connected\n", said
+    finally:
+        server.close()
+
+
+def test_doctor_says_how_connects_are_guarded(place: Place) -> None:
+    off, _ = resolve_policy("workspace", workdir=place.work)
+    on, _ = resolve_policy("workspace", workdir=place.work, network=True)
+    guarded = {name: (active, detail) for name, active, detail in protections(off)}
+    assert guarded["connect"][0], guarded["connect"]
+    assert "read-only mount" in guarded["connect"][1]
+    unguarded = {name: (active, detail) for name, active, detail in protections(on)}
+    assert unguarded["connect"] == (
+        False,
+        "not guarded: the network is on (sockets bound later reachable)",
+    )
