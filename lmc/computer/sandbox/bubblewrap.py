@@ -107,13 +107,20 @@ def bwrap_command(
     bound back); ``seccomp_fd`` a descriptor holding the filter (inherited by bwrap);
     ``own_network=False``: no network namespace of its own (it is started inside the
     session's shared one, :mod:`.shared_net`); ``launcher`` runs first inside, with
-    SIGINT still ignored, and then ``argv`` (:mod:`.connect_guard`'s step).
+    SIGINT still ignored, and then ``argv`` (:mod:`.connect_guard`'s step, which guards
+    every connect: no mask over each bound host socket is needed then).
     """
     command = [*signal_prefix(), bwrap, *_BASE, *_identity(), *_PROC_MASKS]
     command += _private_tmp(policy) + _run(policy)
     if not policy.network and own_network:
         command.append("--unshare-net")
-    command += mounts(policy, shared=shared, readable=readable, private_root=private_root)
+    command += mounts(
+        policy,
+        shared=shared,
+        readable=readable,
+        private_root=private_root,
+        mask_bound=not launcher,
+    )
     start = (cwd or policy.workdir).resolve()
     # ipykernel would take the sandbox's init (pid 1) for an orphaning and exit; the PID
     # namespace and die-with-parent already end the kernel with its parent.

@@ -71,9 +71,14 @@ def protections(policy: SandboxPolicy) -> list[Line]:
         (
             "sockets",
             bubblewrap,
-            "/run, $XDG_RUNTIME_DIR, agent and multiplexer sockets masked; every Unix "
-            "socket bound on the host when a kernel starts (/proc/net/unix) covered, so "
-            "connect() is refused; other lmc sessions' kernels invisible"
+            "/run, $XDG_RUNTIME_DIR, agent and multiplexer sockets masked; "
+            + (
+                "every Unix socket bound on the host when a kernel starts (/proc/net/unix) "
+                "covered, so connect() is refused"
+                if policy.network
+                else "host sockets refused by the connect guard"
+            )
+            + "; other lmc sessions' kernels invisible"
             + (
                 "; abstract sockets reachable with the network"
                 if policy.network
