@@ -98,7 +98,7 @@ def notification_valid(listener: int, ident: int) -> bool:
     """Is the process still waiting in ``ident``? (What was opened from its pid before this
     call is then known to be that process's.)"""
     value = ctypes.c_uint64(ident)
-    return _libc.ioctl(listener, _NOTIF_ID_VALID, ctypes.byref(value)) == 0
+    return bool(_libc.ioctl(listener, _NOTIF_ID_VALID, ctypes.byref(value)) == 0)
 
 
 def pidfd_getfd(pidfd: int, target: int) -> int:
