@@ -248,9 +248,11 @@ def _connect_for(listener: int, call: notify.Notification) -> None:
 
 def _unix_address(address: bytes, root: int, cwd: str, target: _Target) -> tuple[bytes, int]:
     """The address lmc connects to for a Unix ``address``, or the errno the code gets."""
-    name = address[2:]
-    if len(address) < 2 or not name or name.startswith(b"\0"):
-        return address, 0  # unnamed or abstract: the sandbox's own network namespace
+    family, name = int.from_bytes(address[:2], sys.byteorder), address[2:]
+    if family != socket.AF_UNIX or not name or name.startswith(b"\0"):
+        # Another family is refused by the kernel itself; unnamed or abstract: the
+        # sandbox's own network namespace.
+        return address, 0
     path = os.fsdecode(name.split(b"\0", 1)[0])
     if not path.startswith("/"):
         if not cwd.startswith("/"):

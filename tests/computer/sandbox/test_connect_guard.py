@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import secrets
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.sandbox_testing import Place, output_of
+from support.sandbox_testing import Place, output_of, wait_until
 
 from lmc.computer import Computer
-from lmc.computer.sandbox import connect_guard, resolve_policy
+from lmc.computer.sandbox import connect_guard, masks, resolve_policy
 from lmc.computer.sandbox.report import protections
 
 START = {"python": "print('up')", "shell": "echo up", "javascript": "console.log('up')"}
@@ -79,9 +80,17 @@ def received(server: socket.socket) -> bytes:
         return connection.recv(100)
 
 
+def unguard(patch: pytest.MonkeyPatch) -> None:
+    """Kernels start without the guard's step. The masks over the sockets bound at the start
+    (what lmc does without the guard) go too: they play no part for a socket bound later, and
+    one over a socket of a busy host that vanishes before bwrap starts fails the start."""
+    patch.setattr(connect_guard, "guard_connects", lambda: False)
+    patch.setattr(masks, "bound_sockets", lambda *a, **k: [])
+
+
 @pytest.fixture
 def guard_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connect_guard, "guard_connects", lambda: False)
+    unguard(monkeypatch)
 
 
 def socket_path(place: Place, where: str, name: str) -> Path:
@@ -192,7 +201,7 @@ def test_a_host_datagram_socket_bound_later_gets_nothing(place: Place) -> None:
     for guarded in (True, False):
         with pytest.MonkeyPatch.context() as patch:
             if not guarded:
-                patch.setattr(connect_guard, "guard_connects", lambda: False)
+                unguard(patch)
             with Computer(sandbox="workspace", workdir=place.work) as computer:
                 assert output_of(computer, "python", "print('up')") == "up\n"
                 receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -238,7 +247,7 @@ def test_a_link_or_a_proc_descriptor_does_not_lead_around(guarded: bool, place: 
     path = place.root / f"later-around-{guarded}" / "listen.sock"
     with pytest.MonkeyPatch.context() as patch:
         if not guarded:
-            patch.setattr(connect_guard, "guard_connects", lambda: False)
+            unguard(patch)
         with Computer(sandbox="workspace", workdir=place.work) as computer:
             assert output_of(computer, "python", "print('up')") == "up\n"
             with host_listener(path) as server:
@@ -275,7 +284,7 @@ def test_the_code_cannot_answer_its_own_connects(place: Place) -> None:
     for guarded in (True, False):
         with pytest.MonkeyPatch.context() as patch:
             if not guarded:
-                patch.setattr(connect_guard, "guard_connects", lambda: False)
+                unguard(patch)
             with Computer(sandbox="workspace", workdir=place.work) as computer:
                 said = output_of(computer, "python", TAKE_OVER)
         if guarded:
@@ -323,3 +332,21 @@ def test_doctor_says_how_connects_are_guarded(place: Place) -> None:
         False,
         "not guarded: the network is on (sockets bound later reachable)",
     )
+
+
+def test_the_guard_ends_with_its_kernels(place: Place) -> None:
+    """Each kernel's supervisor thread ends once no process is left under its filter."""
+    before = set(threading.enumerate())
+
+    def guards() -> list[threading.Thread]:
+        return [
+            t
+            for t in threading.enumerate()
+            if t.name.startswith("lmc-connect-guard") and t not in before
+        ]
+
+    with Computer(sandbox="workspace", workdir=place.work) as computer:
+        assert output_of(computer, "python", "print('up')") == "up\n"
+        assert output_of(computer, "shell", "echo up") == "up\n"
+        assert len(guards()) == 2
+    wait_until(lambda: not guards(), what="the guard threads to end")
