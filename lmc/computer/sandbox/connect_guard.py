@@ -32,12 +32,14 @@ import contextlib
 import errno
 import fcntl
 import os
+import queue
 import select
 import socket
 import stat
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -49,6 +51,8 @@ __all__ = ["ConnectGuard", "guard_connects", "guard_problem"]
 _SOCKADDR_MAX: Final = 128  # sizeof(struct sockaddr_storage): the kernel's own limit
 _DENY: Final = errno.EACCES
 _STEP: Final = Path(__file__).with_name("guard_step.py")
+#: How long a worker for blocking connects waits for the next one before it ends.
+_IDLE_SECONDS: Final = 30.0
 
 _lock = threading.Lock()
 _built: dict[str, bytes | str] = {}
@@ -220,9 +224,7 @@ def _connect_for(listener: int, call: notify.Notification) -> None:
     handed = False
     try:
         memory = target.open("mem", os.O_RDONLY)
-        root = target.open("root", os.O_PATH | os.O_DIRECTORY)
         pidfd = target.keep(_pidfd(call.pid))
-        cwd = str(Path(f"/proc/{call.pid}/cwd").readlink())
         if not notify.notification_valid(listener, call.id):
             return  # gone, or another process now has that pid: nothing opened is trusted
         if length > _SOCKADDR_MAX:
@@ -236,7 +238,7 @@ def _connect_for(listener: int, call: notify.Notification) -> None:
             notify.respond(listener, call.id, error=exc.errno or _DENY)
             return
         if domain == socket.AF_UNIX:
-            address, error = _unix_address(address, root, cwd, target)
+            address, error = _unix_address(address, listener, call, target)
             if error:
                 notify.respond(listener, call.id, error=error)
                 return
@@ -246,7 +248,9 @@ def _connect_for(listener: int, call: notify.Notification) -> None:
             target.close()
 
 
-def _unix_address(address: bytes, root: int, cwd: str, target: _Target) -> tuple[bytes, int]:
+def _unix_address(
+    address: bytes, listener: int, call: notify.Notification, target: _Target
+) -> tuple[bytes, int]:
     """The address lmc connects to for a Unix ``address``, or the errno the code gets."""
     family, name = int.from_bytes(address[:2], sys.byteorder), address[2:]
     if family != socket.AF_UNIX or not name or name.startswith(b"\0"):
@@ -254,6 +258,10 @@ def _unix_address(address: bytes, root: int, cwd: str, target: _Target) -> tuple
         # sandbox's own network namespace.
         return address, 0
     path = os.fsdecode(name.split(b"\0", 1)[0])
+    root = target.open("root", os.O_PATH | os.O_DIRECTORY)
+    cwd = str(Path(f"/proc/{call.pid}/cwd").readlink())
+    if not notify.notification_valid(listener, call.id):
+        return b"", errno.ESRCH  # gone: the answer goes nowhere
     if not path.startswith("/"):
         if not cwd.startswith("/"):
             return b"", _DENY
@@ -273,9 +281,9 @@ def _unix_address(address: bytes, root: int, cwd: str, target: _Target) -> tuple
 
 
 def _finish(listener: int, ident: int, sock: int, address: bytes, target: _Target) -> bool:
-    """Connect and answer; a socket that blocks is connected from a thread of its own, which
-    then owns ``target`` (True) and a copy of the listener (whose number may be reused once
-    the supervisor closed it)."""
+    """Connect and answer; a socket that blocks is connected by a worker, which then owns
+    ``target`` (True) and a copy of the listener (whose number may be reused once the
+    supervisor closed it)."""
     if fcntl.fcntl(sock, fcntl.F_GETFL) & os.O_NONBLOCK:
         _respond(listener, ident, notify.connect_raw(sock, address))
         return False
@@ -287,8 +295,45 @@ def _finish(listener: int, ident: int, sock: int, address: bytes, target: _Targe
         finally:
             target.close()
 
-    threading.Thread(target=run, name="lmc-connect-guard-call", daemon=True).start()
+    _workers.submit(run)
     return True
+
+
+class _Workers:
+    """Threads for connects that may block (a full backlog), reused: one is started only
+    when none is idle, and an idle one ends after a while."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="lmc-connect-guard-call", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0 and self._jobs.empty():
+                        self._idle -= 1
+                        return
+                continue
+            with contextlib.suppress(Exception):
+                job()
+            with self._lock:
+                self._idle += 1
+
+
+_workers = _Workers()
 
 
 def _respond(listener: int, ident: int, error: int) -> None:

@@ -340,9 +340,7 @@ def test_the_guard_ends_with_its_kernels(place: Place) -> None:
 
     def guards() -> list[threading.Thread]:
         return [
-            t
-            for t in threading.enumerate()
-            if t.name.startswith("lmc-connect-guard") and t not in before
+            t for t in threading.enumerate() if t.name == "lmc-connect-guard" and t not in before
         ]
 
     with Computer(sandbox="workspace", workdir=place.work) as computer:
