@@ -9,7 +9,8 @@ empty). The code runs as an unprivileged user of a new user namespace with no ca
 in its own session (no controlling terminal to inject keystrokes into) and PID namespace
 (with ``--die-with-parent``: when the kernel, bwrap or lmc dies, everything the code started
 dies with it), under the seccomp filter of :mod:`.seccomp`. Without the network the kernel
-gets its own network namespace (loopback only, no abstract Unix sockets of the host).
+gets its own network namespace (loopback only, no abstract Unix sockets of the host), and
+starts through :mod:`.guard_step`, which puts :mod:`.connect_guard`'s filter on first.
 
 Signals: lmc interrupts a kernel with SIGINT to its process group, which holds bwrap too.
 bwrap is started with SIGINT ignored (``env --ignore-signal=INT``) so that it survives, and
