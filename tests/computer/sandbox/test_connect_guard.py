@@ -161,12 +161,18 @@ try:
     socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect('missing.sock')
 except OSError as e:
     print('missing', e.errno)
+import multiprocessing
+manager = multiprocessing.Manager()  # a server process on a Unix socket in /tmp
+shared = manager.dict(x=1)
+print('manager', dict(shared))
+manager.shutdown()
 """
 
 
 def test_the_codes_own_sockets_still_work(place: Place, contained: Computer) -> None:
     """Sockets the code binds in folders it may write (the working directory, its /tmp),
-    abstract ones, loopback TCP and socket pairs connect as before; a missing path is ENOENT."""
+    abstract ones, loopback TCP, socket pairs and a multiprocessing manager connect as before;
+    a missing path is ENOENT."""
     said = output_of(contained, "python", OWN_SOCKETS.format(tag=secrets.token_hex(4)))
     assert said.split("\n") == [
         "workdir True",
@@ -175,6 +181,7 @@ def test_the_codes_own_sockets_still_work(place: Place, contained: Computer) -> 
         "loopback True",
         "socketpair True",
         "missing 2",
+        "manager {'x': 1}",
         "",
     ], said
 
