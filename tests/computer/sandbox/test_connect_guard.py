@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.sandbox_testing import Place, output_of, wait_until
+from support.sandbox_testing import LANGUAGES, Place, output_of, read_code, wait_until
 
 from lmc.computer import Computer
 from lmc.computer.sandbox import connect_guard, masks, resolve_policy
@@ -355,3 +355,17 @@ def test_the_guard_ends_with_its_kernels(place: Place) -> None:
         assert output_of(computer, "shell", "echo up") == "up\n"
         assert len(guards()) == 2
     wait_until(lambda: not guards(), what="the guard threads to end")
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_kernel_starts_under_the_guard(language: str, place: Place) -> None:
+    """Each language's kernel starts through the guard's step: its processes carry two seccomp
+    filters (the sandbox's and the guard's), one with the guard off."""
+    status = Path("/proc/self/status")
+    for guarded, filters in ((True, 2), (False, 1)):
+        with pytest.MonkeyPatch.context() as patch:
+            if not guarded:
+                unguard(patch)
+            with Computer(sandbox="workspace", workdir=place.work) as computer:
+                said = output_of(computer, language, read_code(language, status))
+        assert f"Seccomp_filters:\t{filters}" in said, said
