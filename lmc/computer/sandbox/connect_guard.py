@@ -8,8 +8,10 @@ filter is put on by :mod:`.guard_step` inside the sandbox, its listener sent out
 here does each one on the code's behalf:
 
 - the socket is copied out of the process (``pidfd_getfd``) and the address read from its
-  memory; nothing is ever let through with "continue" (the code could change the address or
-  swap the descriptor between the look and the call), lmc makes the call itself;
+  memory (``process_vm_readv``), both checked to be the waiting process's
+  (``SECCOMP_IOCTL_NOTIF_ID_VALID``); nothing is ever let through with "continue" (the code
+  could change the address or swap the descriptor between the look and the call), lmc makes
+  the call itself;
 - a socket that is not a Unix one (TCP on the session's own loopback) is connected as asked:
   it lives in the sandbox's network namespace, the same as the code's own call would;
 - a Unix pathname is resolved inside the sandbox's root (``openat2`` ``RESOLVE_IN_ROOT`` from
@@ -182,7 +184,7 @@ def _answer(listener: int, call: notify.Notification) -> None:
 
 
 class _Target:
-    """What lmc opened of the waiting process: its memory, root, working directory, socket."""
+    """What lmc opened of the waiting process: its pidfd, root, socket, the socket found."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -223,15 +225,19 @@ def _connect_for(listener: int, call: notify.Notification) -> None:
     target = _Target(call.pid)
     handed = False
     try:
-        memory = target.open("mem", os.O_RDONLY)
-        pidfd = target.keep(_pidfd(call.pid))
-        if not notify.notification_valid(listener, call.id):
-            return  # gone, or another process now has that pid: nothing opened is trusted
         if length > _SOCKADDR_MAX:
             notify.respond(listener, call.id, error=errno.EINVAL)
             return
         try:
-            address = os.pread(memory, length, pointer) if length else b""
+            address = notify.read_memory(call.pid, pointer, length)
+            pidfd = target.keep(_pidfd(call.pid))
+        except OSError as exc:  # a bad pointer (EFAULT), or the process is gone
+            if notify.notification_valid(listener, call.id):
+                notify.respond(listener, call.id, error=exc.errno or errno.EFAULT)
+            return
+        if not notify.notification_valid(listener, call.id):
+            return  # gone, or another process now has that pid: nothing read is trusted
+        try:
             sock = target.keep(notify.pidfd_getfd(pidfd, fd))
             domain = notify.socket_domain(sock)
         except OSError as exc:

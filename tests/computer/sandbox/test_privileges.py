@@ -246,6 +246,13 @@ def attempt(name):
         except BlockingIOError:
             arrived = "nothing"
     print(name, inside, arrived)
+NON_DUMPABLE = (
+    "import ctypes, socket\\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE\\n"
+    "s = socket.socket(socket.AF_UNIX)\\ns.bind('/tmp/own.sock')\\ns.listen()\\n"
+    "c = socket.socket(socket.AF_UNIX)\\nc.connect('/tmp/own.sock')\\nprint('own fine')"
+)
+with Computer(sandbox="workspace", workdir=work) as computer:
+    print("non-dumpable", said(computer, NON_DUMPABLE).strip())
 attempt("guarded")
 connect_guard.guard_connects = lambda: False
 attempt("unguarded")
@@ -255,7 +262,9 @@ attempt("unguarded")
 def test_a_host_socket_bound_later_is_refused_for_a_normal_user_too(nobody_root: Path) -> None:
     """lmc run as nobody: its own process binds a socket in a fresh folder of /var/tmp after
     the kernel started; the code's connect is refused (EACCES) and nothing arrives, and with
-    the connect guard off the same code reaches it."""
+    the connect guard off the same code reaches it. A process that made itself non-dumpable
+    (its /proc files then belong to root) still connects to its own socket: lmc reads the
+    address with process_vm_readv, not /proc/PID/mem."""
     root = nobody_root
     env = {
         "PATH": os.environ["PATH"],
@@ -274,7 +283,8 @@ def test_a_host_socket_bound_later_is_refused_for_a_normal_user_too(nobody_root:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == [
+    assert done.stdout.split("\n")[:3] == [
+        "non-dumpable own fine",
         "guarded refused 13 nothing",
         "unguarded connected intruder",
     ], done.stdout
