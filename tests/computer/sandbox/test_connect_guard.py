@@ -149,6 +149,10 @@ print('workdir', pair(socket.AF_UNIX, socket.SOCK_STREAM, 'own.sock'))
 os.unlink('own.sock')
 os.makedirs('/tmp/own', exist_ok=True)
 print('tmp', pair(socket.AF_UNIX, socket.SOCK_SEQPACKET, '/tmp/own/own.sock'))
+here = os.getcwd()
+os.chdir('/tmp/own')  # a relative path from a folder only the sandbox has
+print('relative', pair(socket.AF_UNIX, socket.SOCK_STREAM, 'relative.sock'))
+os.chdir(here)
 print('abstract', pair(socket.AF_UNIX, socket.SOCK_STREAM, '\\0lmc-own-{tag}'))
 server = socket.create_server(('127.0.0.1', 0))
 client = socket.create_connection(server.getsockname(), timeout=10)
@@ -177,6 +181,7 @@ def test_the_codes_own_sockets_still_work(place: Place, contained: Computer) -> 
     assert said.split("\n") == [
         "workdir True",
         "tmp True",
+        "relative True",
         "abstract True",
         "loopback True",
         "socketpair True",
