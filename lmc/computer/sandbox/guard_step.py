@@ -9,9 +9,10 @@ every descriptor of the guard is closed before ``exec``: the code never holds th
 (a process that held it could answer its own connect). Without the filter nothing runs.
 """
 
+import _socket  # not socket.py: its enum import is a fifth of this step's start-up
+import array
 import ctypes
 import os
-import socket
 import sys
 
 _SECCOMP = {"x86_64": 317, "aarch64": 277}
@@ -54,8 +55,10 @@ def main(argv: list[str]) -> int:
         program = _read_all(program_fd)
         os.close(program_fd)
         listener = _install(program)
-        with socket.socket(fileno=socket_fd) as channel:
-            socket.send_fds(channel, [b"L"], [listener])
+        channel = _socket.socket(fileno=socket_fd)
+        rights = array.array("i", [listener])
+        channel.sendmsg([b"L"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, rights)])
+        channel.close()
         os.close(listener)
     except (OSError, KeyError) as exc:
         print(f"lmc: the sandbox's connect guard could not start: {exc}", file=sys.stderr)
