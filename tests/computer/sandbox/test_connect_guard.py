@@ -20,6 +20,7 @@ from support.sandbox_testing import LANGUAGES, Place, output_of, read_code, wait
 from lmc.computer import Computer
 from lmc.computer.sandbox import connect_guard, masks, resolve_policy
 from lmc.computer.sandbox.report import protections
+from lmc.messages import text_of
 
 START = {"python": "print('up')", "shell": "echo up", "javascript": "console.log('up')"}
 
@@ -101,6 +102,24 @@ def socket_path(place: Place, where: str, name: str) -> Path:
         folder.mkdir(exist_ok=True)
         return folder / "listen.sock"
     return place.root / f"later-{name}" / "listen.sock"
+
+
+@pytest.mark.parametrize("language", ["python", "javascript"])
+def test_the_model_is_told_why(language: str, place: Place, contained: Computer) -> None:
+    """A refused connect that the code did not catch ends in the sandbox's line."""
+    path = place.root / f"later-told-{language}" / "listen.sock"
+    assert output_of(contained, language, START[language]) == "up\n"
+    bare = {
+        "python": f"import socket\nsocket.socket(socket.AF_UNIX).connect({str(path)!r})",
+        "javascript": (
+            f"await new Promise((ok, no) => require('net').connect({str(path)!r}, ok)"
+            ".on('error', no));"
+        ),
+    }[language]
+    with host_listener(path) as server:
+        said = "".join(text_of(chunk) for chunk in contained.run(language, bare))
+        assert nothing_arrived(server)
+    assert "[blocked by the sandbox] it may connect only to Unix sockets in folders" in said, said
 
 
 @pytest.mark.parametrize("language", ["python", "shell", "javascript"])
