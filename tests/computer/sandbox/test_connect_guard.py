@@ -393,3 +393,40 @@ def test_every_kernel_starts_under_the_guard(language: str, place: Place) -> Non
             with Computer(sandbox="workspace", workdir=place.work) as computer:
                 said = output_of(computer, language, read_code(language, status))
         assert f"Seccomp_filters:\t{filters}" in said, said
+
+
+SWAP = """
+import ctypes, socket, struct, threading
+libc = ctypes.CDLL(None, use_errno=True)
+unix = struct.pack('=H', socket.AF_UNIX) + {path!r}.encode() + b'\\0'
+inet = struct.pack('=H', socket.AF_INET) + bytes(len(unix) - 2)
+address = ctypes.create_string_buffer(unix, len(unix))
+done = threading.Event()
+def swap():
+    while not done.is_set():
+        ctypes.memmove(address, inet, len(inet))
+        ctypes.memmove(address, unix, len(unix))
+swapper = threading.Thread(target=swap)
+swapper.start()
+connected = 0
+for _ in range(300):
+    s = socket.socket(socket.AF_UNIX)
+    connected += libc.connect(s.fileno(), address, len(unix)) == 0
+    s.close()
+done.set()
+swapper.join()
+print('connected', connected)
+"""
+
+
+def test_an_address_changed_while_lmc_looks_gets_nowhere(place: Place, contained: Computer) -> None:
+    """The code rewrites the address between a harmless one and the host socket's while it
+    connects, to win the moment between lmc's look and the call. lmc never lets the code's own
+    call go on: it connects with the bytes it read, so nothing arrives, however the race falls
+    (with the guard off a plain connect arrives: test_with_the_guard_off_...)."""
+    path = place.root / "later-swap" / "listen.sock"
+    assert output_of(contained, "python", "print('up')") == "up\n"
+    with host_listener(path) as server:
+        said = output_of(contained, "python", SWAP.format(path=str(path)))
+        assert said == "connected 0\n", said
+        assert nothing_arrived(server)
