@@ -16,6 +16,7 @@ import ctypes
 import errno
 import os
 import struct
+import sys
 from dataclasses import dataclass
 from typing import Final
 
@@ -51,7 +52,6 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.ioctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)
 _libc.connect.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-_libc.process_vm_readv.restype = ctypes.c_ssize_t
 _libc.getsockopt.argtypes = (
     ctypes.c_int,
     ctypes.c_int,
@@ -59,6 +59,8 @@ _libc.getsockopt.argtypes = (
     ctypes.c_void_p,
     ctypes.POINTER(ctypes.c_uint),
 )
+if sys.platform.startswith("linux"):  # lmc doctor imports this on macOS too
+    _libc.process_vm_readv.restype = ctypes.c_ssize_t
 
 
 class _OpenHow(ctypes.Structure):
