@@ -73,10 +73,10 @@ def protections(policy: SandboxPolicy) -> list[Line]:
             bubblewrap,
             "/run, $XDG_RUNTIME_DIR, agent and multiplexer sockets masked; "
             + (
-                "every Unix socket bound on the host when a kernel starts (/proc/net/unix) "
-                "covered, so connect() is refused"
-                if policy.network
-                else "host sockets refused by the connect guard"
+                "host sockets refused by the connect guard"
+                if not policy.network and guard_problem() is None
+                else "every Unix socket bound on the host when a kernel starts "
+                "(/proc/net/unix) covered, so connect() is refused"
             )
             + "; other lmc sessions' kernels invisible"
             + (
