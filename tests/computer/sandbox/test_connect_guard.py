@@ -430,3 +430,23 @@ def test_an_address_changed_while_lmc_looks_gets_nowhere(place: Place, contained
         said = output_of(contained, "python", SWAP.format(path=str(path)))
         assert said == "connected 0\n", said
         assert nothing_arrived(server)
+
+
+def test_where_the_guard_cannot_run_the_start_masks_remain(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Linux without user notifications (or pidfd_getfd): kernels start as before, every
+    socket bound at the start is masked, and doctor says what is not guarded."""
+    monkeypatch.setattr(connect_guard, "_built", {"problem": "no user notifications here"})
+    policy, _ = resolve_policy("workspace", workdir=place.work)
+    lines = {name: (active, detail) for name, active, detail in protections(policy)}
+    assert lines["connect"][0] is False
+    assert lines["connect"][1].startswith("not guarded: no user notifications here")
+    assert "(/proc/net/unix) covered" in lines["sockets"][1]
+    path = place.root / "before-fallback" / "listen.sock"
+    with host_listener(path) as server, Computer(sandbox="workspace", workdir=place.work) as c:
+        said = output_of(c, "python", connect_code("python", path))
+        assert said.startswith("refused 111 Connection refused\n"), said  # /dev/null over it
+        status = output_of(c, "python", read_code("python", Path("/proc/self/status")))
+        assert "Seccomp_filters:\t1" in status, status
+        assert nothing_arrived(server)
