@@ -151,23 +151,26 @@ def prepare_launch(
 
         return SandboxLaunch(seatbelt_command(tool.path, policy, argv, shared=shared), clean)
     from lmc.computer.sandbox.bubblewrap import bwrap_command
+    from lmc.computer.sandbox.connect_guard import ConnectGuard, guard_connects
     from lmc.computer.sandbox.seccomp import seccomp_fd
 
     join = list(join_network) if not policy.network else []
+    guard = None if policy.network or not guard_connects() else ConnectGuard.create()
     fd = seccomp_fd()
     command = bwrap_command(
         tool.path,
         policy,
         argv,
         shared=shared,
-        readable=readable,
+        readable=[*readable, *([] if guard is None else guard.readable())],
         cwd=cwd,
         private_root=private_root,
         seccomp_fd=fd,
         own_network=not join,
+        launcher=() if guard is None else guard.prefix(),
     )
     command = [*join, *command]
-    fds = [] if fd is None else [fd]
+    fds = ([] if fd is None else [fd]) + ([] if guard is None else list(guard.fds))
     limits = KernelLimits(find_backend(), policy.limits)
     try:
         command = [*limits.create(), *command]

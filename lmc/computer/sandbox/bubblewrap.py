@@ -9,7 +9,8 @@ empty). The code runs as an unprivileged user of a new user namespace with no ca
 in its own session (no controlling terminal to inject keystrokes into) and PID namespace
 (with ``--die-with-parent``: when the kernel, bwrap or lmc dies, everything the code started
 dies with it), under the seccomp filter of :mod:`.seccomp`. Without the network the kernel
-gets its own network namespace (loopback only, no abstract Unix sockets of the host).
+gets its own network namespace (loopback only, no abstract Unix sockets of the host), and
+starts through :mod:`.guard_step`, which puts :mod:`.connect_guard`'s filter on first.
 
 Signals: lmc interrupts a kernel with SIGINT to its process group, which holds bwrap too.
 bwrap is started with SIGINT ignored (``env --ignore-signal=INT``) so that it survives, and
@@ -97,6 +98,7 @@ def bwrap_command(
     private_root: Path | None = None,
     seccomp_fd: int | None = None,
     own_network: bool = True,
+    launcher: Sequence[str] = (),
 ) -> list[str]:
     """The argv that runs ``argv`` inside bubblewrap under ``policy``.
 
@@ -105,13 +107,21 @@ def bwrap_command(
     ``private_root`` is the folder of every lmc session's kernels (covered, ``shared``
     bound back); ``seccomp_fd`` a descriptor holding the filter (inherited by bwrap);
     ``own_network=False``: no network namespace of its own (it is started inside the
-    session's shared one, :mod:`.shared_net`).
+    session's shared one, :mod:`.shared_net`); ``launcher`` runs first inside, with
+    SIGINT still ignored, and then ``argv`` (:mod:`.connect_guard`'s step, which guards
+    every connect: no mask over each bound host socket is needed then).
     """
     command = [*signal_prefix(), bwrap, *_BASE, *_identity(), *_PROC_MASKS]
     command += _private_tmp(policy) + _run(policy)
     if not policy.network and own_network:
         command.append("--unshare-net")
-    command += mounts(policy, shared=shared, readable=readable, private_root=private_root)
+    command += mounts(
+        policy,
+        shared=shared,
+        readable=readable,
+        private_root=private_root,
+        mask_bound=not launcher,
+    )
     start = (cwd or policy.workdir).resolve()
     # ipykernel would take the sandbox's init (pid 1) for an orphaning and exit; the PID
     # namespace and die-with-parent already end the kernel with its parent.
@@ -119,7 +129,7 @@ def bwrap_command(
     command += _matplotlib_env()
     if seccomp_fd is not None:
         command += ["--seccomp", str(seccomp_fd)]
-    command += ["--chdir", str(start), "--"]
+    command += ["--chdir", str(start), "--", *launcher]
     command += ["env", "--default-signal=INT", *argv]
     return command
 

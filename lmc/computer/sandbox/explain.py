@@ -3,7 +3,8 @@
 It is appended to the block's output (which the model reads), so the model explains what
 happened and how to allow it instead of retrying the same thing. It looks at the error text
 the code printed: the sandbox makes the kernel's system calls fail with ordinary errors
-(EROFS for a write, ENETUNREACH or ECONNREFUSED for the network, ENOENT for a hidden file).
+(EROFS for a write, ENETUNREACH or ECONNREFUSED for the network, ENOENT for a hidden file,
+EACCES for a host socket's connect).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ _PROCESSES = re.compile(
     r"(?i:resource temporarily unavailable|cannot fork|fork: retry)|\bEAGAIN\b|BlockingIOError"
 )
 _SPACE = re.compile(r"(?i:no space left on device)|\bENOSPC\b")
+#: A connect refused by the connect guard (Python's traceback, Node's error).
+_SOCKET = re.compile(r"(?s:\.connect\(.{0,400}?PermissionError)|\bconnect EACCES\b")
 
 
 def _limit_reasons(output: str, policy: SandboxPolicy, out_of_memory: bool) -> list[str]:
@@ -69,6 +72,11 @@ def explain_block(output: str, policy: SandboxPolicy, *, out_of_memory: bool = F
         )
     if not policy.network and _NETWORK.search(output):
         reasons.append("it has no network; `--network` (in the chat: `%network on`) allows it")
+    if not policy.network and _SOCKET.search(output):
+        reasons.append(
+            "it may connect only to Unix sockets in folders it may write (a host "
+            "program's socket is refused)"
+        )
     hidden = _hidden_mentioned(output, policy) if _MISSING.search(output) else None
     if hidden is not None:
         reasons.append(f"{hidden} is hidden (secrets show empty); `--sandbox off` shows it")

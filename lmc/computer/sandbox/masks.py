@@ -17,7 +17,8 @@ kind: what opens a folder up comes before what closes part of it again). Kinds:
 - **write**: the writable binds (working directory, the kernel's own folder, ``keep_writable``).
 - **mask**: hidden secrets (an empty read-only tmpfs over a folder, /dev/null over a file),
   host Unix sockets (every path bound now, from /proc/net/unix, outside the sandbox's own
-  folders) and other lmc sessions' runtime folders.
+  folders, unless :mod:`.connect_guard` guards the connects) and other lmc sessions'
+  runtime folders.
 """
 
 from __future__ import annotations
@@ -235,8 +236,13 @@ def mounts(
     shared: Sequence[Path] = (),
     readable: Sequence[Path] = (),
     private_root: Path | None = None,
+    mask_bound: bool = True,
 ) -> list[str]:
-    """The bubblewrap arguments after the base ones (``/`` read-only, /dev, /proc, /tmp)."""
+    """The bubblewrap arguments after the base ones (``/`` read-only, /dev, /proc, /tmp).
+
+    ``mask_bound=False``: no mask over each bound socket (:mod:`.connect_guard` refuses a
+    connect to every socket on a read-only mount, whenever it was bound; a mask over a
+    socket that vanishes before bubblewrap mounts it would fail the kernel's start)."""
     writable = [Path(p).resolve() for p in policy.writable()]
     keep = policy.kept_writable() if writable else []
     hidden_now = policy.hidden_paths()
@@ -263,7 +269,7 @@ def mounts(
     masked = {m.target for m in out if m.rank == _MASK}
     out += [
         m
-        for m in _bound_socket_masks(own, plan.hidden, sealed)
+        for m in (_bound_socket_masks(own, plan.hidden, sealed) if mask_bound else [])
         if m.target not in masked and not _inside(m.target, masked)
     ]
     out.sort(key=lambda mount: (mount.depth, mount.rank))

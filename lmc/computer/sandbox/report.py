@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmc.computer.sandbox.connect_guard import guard_problem
 from lmc.computer.sandbox.detect import find_tool
 from lmc.computer.sandbox.env import ALLOWED
 from lmc.computer.sandbox.limits import find_backend
@@ -22,6 +23,27 @@ def _hidden(policy: SandboxPolicy) -> Line:
     present = len(policy.hidden_paths())
     detail = f"{', '.join(shown[:6])}, ... ({len(shown)} entries, {present} present here)"
     return ("hidden", True, detail + "; new ones made later stay hidden")
+
+
+def _connects(policy: SandboxPolicy, bubblewrap: bool) -> Line:
+    """How a host socket bound after a kernel started is kept out of reach."""
+    if policy.network:
+        return ("connect", False, "not guarded: the network is on (sockets bound later reachable)")
+    problem = guard_problem()
+    if problem is not None or not bubblewrap:
+        return (
+            "connect",
+            False,
+            f"not guarded: {problem or 'no bubblewrap'}; "
+            "a host socket bound after a kernel started is reachable",
+        )
+    return (
+        "connect",
+        True,
+        "every connect() is made by lmc (seccomp user notification): a Unix socket on a "
+        "read-only mount (a host socket bound later) refused, EACCES; Unix datagram sockets "
+        "and io_uring refused",
+    )
 
 
 def protections(policy: SandboxPolicy) -> list[Line]:
@@ -49,15 +71,21 @@ def protections(policy: SandboxPolicy) -> list[Line]:
         (
             "sockets",
             bubblewrap,
-            "/run, $XDG_RUNTIME_DIR, agent and multiplexer sockets masked; every Unix "
-            "socket bound on the host when a kernel starts (/proc/net/unix) covered, so "
-            "connect() is refused; other lmc sessions' kernels invisible"
+            "/run, $XDG_RUNTIME_DIR, agent and multiplexer sockets masked; "
+            + (
+                "host sockets refused by the connect guard"
+                if not policy.network and guard_problem() is None
+                else "every Unix socket bound on the host when a kernel starts "
+                "(/proc/net/unix) covered, so connect() is refused"
+            )
+            + "; other lmc sessions' kernels invisible"
             + (
                 "; abstract sockets reachable with the network"
                 if policy.network
                 else "; abstract sockets apart (own network namespace)"
             ),
         ),
+        _connects(policy, bubblewrap),
         ("repositories", bubblewrap, f".git, .hg, .lmc and venvs read-only in the workdir{kept}"),
         ("home", bubblewrap, "sealed: dot entries read-only, nothing new appears"),
         _hidden(policy),

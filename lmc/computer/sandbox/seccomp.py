@@ -22,7 +22,7 @@ import tempfile
 import threading
 from typing import Any, Final
 
-__all__ = ["DENIED", "filter_program", "seccomp_fd", "seccomp_problem"]
+__all__ = ["DENIED", "binding", "filter_program", "seccomp_fd", "seccomp_problem"]
 
 #: System calls denied outright.
 DENIED: Final = (
@@ -80,7 +80,8 @@ _lock = threading.Lock()
 _built: dict[str, bytes | str] = {}
 
 
-def _binding() -> Any:
+def binding() -> Any:
+    """libseccomp's Python binding (``seccomp``, else ``pyseccomp``)."""
     for name in ("seccomp", "pyseccomp"):
         try:
             return importlib.import_module(name)
@@ -93,7 +94,7 @@ def _binding() -> Any:
 
 
 def _build() -> bytes:
-    lib = _binding()
+    lib = binding()
     rules = lib.SyscallFilter(lib.ALLOW)
     deny = lib.ERRNO(errno.EPERM)
     for name in DENIED:

@@ -145,22 +145,26 @@ def test_a_glob_in_hide_hides_what_matches(place: Place, contained: Computer) ->
     assert FAKE_KEY in output_of(contained, "python", read_code("python", secret))
 
 
+@pytest.mark.parametrize("network", [False, True])
 @pytest.mark.parametrize("language", ["python", "shell"])
 def test_a_listening_socket_deep_in_a_read_only_folder_cannot_be_reached(
-    language: str, place: Place, monkeypatch: pytest.MonkeyPatch
+    language: str, network: bool, place: Place, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A host socket nested in /var/tmp (a folder the sandbox shows read-only: connect()
-    ignores read-only mounts). Every bound socket is masked at the kernel's start; with that
-    mask off (the list of bound sockets emptied) the same code connects from the sandbox."""
-    from lmc.computer.sandbox import masks
+    ignores read-only mounts). With the network on, every bound socket is masked at the
+    kernel's start; without it, the connect guard refuses it
+    (tests/computer/sandbox/test_connect_guard.py). With the mask off (the list of bound
+    sockets emptied) and the guard off the same code connects from the sandbox."""
+    from lmc.computer.sandbox import connect_guard, masks
 
-    deep = place.root / f"service-{language}" / "sockets" / "listen.sock"
+    deep = place.root / f"service-{language}-{network}" / "sockets" / "listen.sock"
     code = connect_code(language, deep)
     with unix_server(deep):
-        with Computer(sandbox="workspace", workdir=place.work) as contained:
+        with Computer(sandbox="workspace", workdir=place.work, network=network) as contained:
             assert "agent-hello" not in output_of(contained, language, code)
         monkeypatch.setattr(masks, "bound_sockets", lambda *a, **k: [])
-        with Computer(sandbox="workspace", workdir=place.work) as unmasked:
+        monkeypatch.setattr(connect_guard, "guard_connects", lambda: False)
+        with Computer(sandbox="workspace", workdir=place.work, network=network) as unmasked:
             assert "agent-hello" in output_of(unmasked, language, code)
 
 

@@ -170,7 +170,7 @@ def test_the_same_holds_for_a_normal_user(nobody_root: Path) -> None:
 SOCKET_PROGRAM = """
 import sys
 from lmc.computer import Computer
-from lmc.computer.sandbox import masks
+from lmc.computer.sandbox import connect_guard, masks
 work, path = sys.argv[1], sys.argv[2]
 code = (
     "import socket\\ns = socket.socket(socket.AF_UNIX)\\ns.settimeout(5)\\n"
@@ -182,6 +182,7 @@ def said(computer):
 with Computer(sandbox="workspace", workdir=work) as contained:
     print("masked", "agent-hello" in said(contained))
 masks.bound_sockets = lambda *a, **k: []
+connect_guard.guard_connects = lambda: False  # the second guard, for sockets bound later
 with Computer(sandbox="workspace", workdir=work) as unmasked:
     print("unmasked", "agent-hello" in said(unmasked))
 """
@@ -189,7 +190,8 @@ with Computer(sandbox="workspace", workdir=work) as unmasked:
 
 def test_a_host_socket_is_masked_for_a_normal_user_too(nobody_root: Path) -> None:
     """The same attack as test_host_reach's, with lmc run as nobody: a socket anyone may
-    connect to (0777), deep in /var/tmp, is refused inside and reached with the mask off."""
+    connect to (0777), deep in /var/tmp, is refused inside and reached with the mask (and the
+    connect guard) off."""
     from support.sandbox_testing import greeting
 
     root = nobody_root
@@ -213,3 +215,76 @@ def test_a_host_socket_is_masked_for_a_normal_user_too(nobody_root: Path) -> Non
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["masked False", "unmasked True"], done.stdout
+
+
+LATER_SOCKET_PROGRAM = """
+import socket, sys
+from pathlib import Path
+from lmc.computer import Computer
+from lmc.computer.sandbox import connect_guard
+work, folder = sys.argv[1], Path(sys.argv[2])
+def said(computer, code):
+    return "".join(c.get("content", "") for c in computer.run("python", code)
+                   if c.get("format") == "output")
+def attempt(name):
+    path = folder / name / "listen.sock"
+    code = (
+        "import socket\\ns = socket.socket(socket.AF_UNIX)\\ns.settimeout(10)\\ntry:\\n"
+        f"    s.connect({str(path)!r}); s.sendall(b'intruder'); print('connected')\\n"
+        "except OSError as e:\\n    print('refused', e.errno)"
+    )
+    with Computer(sandbox="workspace", workdir=work) as computer:
+        said(computer, "print('up')")
+        path.parent.mkdir()
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.listen()
+        inside = said(computer, code).strip()
+        server.setblocking(False)
+        try:
+            arrived = server.accept()[0].recv(100).decode()
+        except BlockingIOError:
+            arrived = "nothing"
+    print(name, inside, arrived)
+NON_DUMPABLE = (
+    "import ctypes, socket\\nctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE\\n"
+    "s = socket.socket(socket.AF_UNIX)\\ns.bind('/tmp/own.sock')\\ns.listen()\\n"
+    "c = socket.socket(socket.AF_UNIX)\\nc.connect('/tmp/own.sock')\\nprint('own fine')"
+)
+with Computer(sandbox="workspace", workdir=work) as computer:
+    print("non-dumpable", said(computer, NON_DUMPABLE).strip())
+attempt("guarded")
+connect_guard.guard_connects = lambda: False
+attempt("unguarded")
+"""
+
+
+def test_a_host_socket_bound_later_is_refused_for_a_normal_user_too(nobody_root: Path) -> None:
+    """lmc run as nobody: its own process binds a socket in a fresh folder of /var/tmp after
+    the kernel started; the code's connect is refused (EACCES) and nothing arrives, and with
+    the connect guard off the same code reaches it. A process that made itself non-dumpable
+    (its /proc files then belong to root) still connects to its own socket: lmc reads the
+    address with process_vm_readv, not /proc/PID/mem."""
+    root = nobody_root
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(root),
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[3]), *_site()]),
+        "LMC_DATA_DIR": str(root / "data"),
+    }
+    folder = Path(tempfile.mkdtemp(prefix="lmc-nobody-sockets-", dir="/var/tmp"))
+    os.chown(folder, 65534, 65534)  # outside its home, which is sealed
+    try:
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+             _system_python(), "-c", LATER_SOCKET_PROGRAM, str(root / "work"), str(folder)],
+            env=env, capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == [
+        "non-dumpable own fine",
+        "guarded refused 13 nothing",
+        "unguarded connected intruder",
+    ], done.stdout
