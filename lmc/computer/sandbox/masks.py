@@ -205,12 +205,50 @@ def _bound_socket_masks(skip: Sequence[Path], hidden: set[Path], sealed: set[Pat
         if _inside(path, [*_PRIVATE_INSIDE, *skip, *hidden]) or path.parent in sealed:
             continue  # private inside, the sandbox's own, hidden, or not bound back
         try:
-            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            if not stat.S_ISSOCK(os.lstat(path).st_mode) or not _searchable_unprivileged(path):
                 continue
         except OSError:
             continue
         masks.append(Mount(path, _MASK, ("--ro-bind", "/dev/null", str(path))))
     return masks
+
+
+def _searchable_unprivileged(path: Path) -> bool:
+    """Every folder above ``path`` can be entered without privilege over others' files.
+
+    Inside bubblewrap's user namespace even root has no power over files of users it does
+    not map: a socket in another user's private folder is out of the code's reach anyway,
+    and bubblewrap could not mount over it (the kernel's start would fail).
+    """
+    uid, groups = os.geteuid(), {os.getegid(), *os.getgroups()}
+    for folder in path.parents:
+        info = folder.stat()
+        if info.st_uid == uid:
+            continue  # our own: the namespace's owner may enter it
+        bit = stat.S_IXGRP if info.st_gid in groups else stat.S_IXOTH
+        if not info.st_mode & bit:
+            return False
+    return True
+
+
+def _runtime_roots(private_root: Path | None) -> list[Path]:
+    """lmc's session folders: this user's and, beside it, other users' (``lmc-UID``).
+
+    Each is covered with an empty tmpfs: no session sees another's kernels or sockets, and
+    sockets that come and go with other sessions are never mounted over one by one (one
+    vanishing before bubblewrap mounts it would fail the start).
+    """
+    if private_root is None or not private_root.exists():
+        return []
+    own = private_root.resolve()
+    roots = [own]
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(own.parent):
+            if entry.name.startswith("lmc-") and entry.name != own.name:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        roots.append(Path(entry.path))
+    return roots
 
 
 def _agent_sockets() -> list[Path]:
@@ -254,8 +292,8 @@ def mounts(
     out += _readable_under_tmp(readable)
     out += _writable_binds(writable, keep, shared, sealed)
     out += [_hide(path) for path in hidden_now if path.parent not in sealed]
-    if private_root is not None and private_root.exists():
-        out.append(Mount(private_root.resolve(), _BACK, ("--tmpfs", str(private_root.resolve()))))
+    runtime_roots = _runtime_roots(private_root)
+    out += [Mount(root, _BACK, ("--tmpfs", str(root))) for root in runtime_roots]
     out += [
         _hide(path)
         for path in _agent_sockets()
@@ -263,9 +301,7 @@ def mounts(
     ]
     temp_dirs = {Path("/var/tmp"), Path(os.environ.get("TMPDIR") or "/tmp").resolve()}
     out += _socket_masks(sorted(temp_dirs - {Path("/tmp")}), plan.hidden)
-    own = [*writable, *keep, *(Path(p).resolve() for p in shared)]
-    if private_root is not None:
-        own.append(private_root.resolve())
+    own = [*writable, *keep, *(Path(p).resolve() for p in shared), *runtime_roots]
     masked = {m.target for m in out if m.rank == _MASK}
     out += [
         m

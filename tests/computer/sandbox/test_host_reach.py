@@ -5,6 +5,7 @@ started. Each attempt is real, checked from outside, and works with the sandbox 
 
 from __future__ import annotations
 
+import os
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -179,3 +180,55 @@ def test_bound_sockets_come_from_the_kernels_table(tmp_path: Path) -> None:
         "0000: 00000003 00000000 00000000 0001 03 3\n"
     )  # the layout of Linux's net/unix/af_unix.c unix_seq_show
     assert bound_sockets(table) == [Path("/var/tmp/a b.sock")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can bind in another user's folder")
+def test_a_socket_in_another_users_private_folder_does_not_stop_the_start(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root's sandbox (a user namespace) cannot enter a folder of a user it does not map: a
+    mask over a socket in there failed the kernel's start ("Can't mkdir parents ...:
+    Permission denied"). Such a socket is left alone (the code cannot reach it either); with
+    the check off the start fails as it did."""
+    from lmc.computer.sandbox import masks
+
+    private = place.root / f"private-{os.getpid()}"
+    private.mkdir()
+    with unix_server(private / "in" / "listen.sock"):
+        os.chown(private, 65534, 65534)
+        private.chmod(0o700)
+        with Computer(sandbox="workspace", workdir=place.work, network=True) as contained:
+            assert "ok" in output_of(contained, "python", "print('ok')")
+        monkeypatch.setattr(masks, "_searchable_unprivileged", lambda path: True)
+        with Computer(sandbox="workspace", workdir=place.work, network=True) as unchecked:
+            failed = output_of(unchecked, "python", "print('ok')")
+        assert "failed to start" in failed and "Permission denied" in failed
+        os.chown(private, 0, 0)
+
+
+def test_other_sessions_runtime_folders_are_covered_whole(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sockets of other users' lmc sessions (``lmc-UID`` beside this user's folder) come and
+    go: each was masked one by one, and one that vanished before bubblewrap mounted over it
+    failed the start. The folders are covered whole: the code sees them empty (with only
+    this user's folder covered, as before, it sees what is in them)."""
+    from lmc.computer.runtime import runtime_root
+    from lmc.computer.sandbox import masks
+
+    monkeypatch.setattr(tempfile, "tempdir", "/var/tmp")  # shown read-only, as TMPDIR may be
+    other = runtime_root().parent / f"lmc-{os.getpid() + 100000}"
+    other.mkdir(exist_ok=True)
+    listing = f"import os; print(os.listdir({str(other)!r}))"
+    try:
+        (other / "secret").write_text("theirs")
+        with Computer(sandbox="workspace", workdir=place.work, network=True) as contained:
+            seen = output_of(contained, "python", listing)
+        assert "[]" in seen and "secret" not in seen
+        own_only = masks._runtime_roots
+        monkeypatch.setattr(masks, "_runtime_roots", lambda root: own_only(root)[:1])
+        with Computer(sandbox="workspace", workdir=place.work, network=True) as uncovered:
+            assert "secret" in output_of(uncovered, "python", listing)
+    finally:
+        (other / "secret").unlink()
+        other.rmdir()
