@@ -36,6 +36,7 @@ KEPT_OUT = (
     "h11",
     "http.client",
     "email",
+    "typer",  # a plain `lmc run` is read without it (lmc.cli.run_args)
 )
 
 
