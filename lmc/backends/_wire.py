@@ -105,8 +105,10 @@ class _Connection:
 
     def __init__(self, address: tuple[str, int], connect_timeout: float) -> None:
         self.address = address
-        try:
-            self.sock = socket.create_connection(address, timeout=connect_timeout)
+        host, port = address
+        try:  # an ASCII name as bytes: a str would import the idna codec (3 ms) to encode it
+            name: str | bytes = host.encode("ascii") if host.isascii() else host
+            self.sock = socket.create_connection((name, port), timeout=connect_timeout)  # type: ignore[arg-type]
         except TimeoutError as exc:
             raise TimedOut("timed out connecting") from exc
         except OSError as exc:
