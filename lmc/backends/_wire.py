@@ -476,9 +476,7 @@ def _keeps_alive(response: Response) -> bool:
     return "close" not in connection
 
 
-def _body(
-    file: _Reader, method: str, status: int, headers: dict[str, str]
-) -> Iterator[bytes]:
+def _body(file: _Reader, method: str, status: int, headers: dict[str, str]) -> Iterator[bytes]:
     """The body's bytes as they come, by the answer's framing, content coding removed."""
     if method == "HEAD" or status in (204, 304):
         raw: Iterator[bytes] = iter(())
