@@ -22,9 +22,11 @@ def main() -> None:
 
 
 def _command_line() -> None:
-    from lmc.cli.run_args import read_run_args
+    plain = None
+    if sys.argv[1:2] == ["run"]:
+        from lmc.cli.run_args import read_run_args
 
-    plain = read_run_args(sys.argv[1:])
+        plain = read_run_args(sys.argv[1:])
     if plain is None:
         from lmc.cli.commands import app
 
