@@ -28,7 +28,6 @@ from typing import Any, Final
 from lmc.errors import LmcError
 from lmc.harmony.conversation import ToolDescription
 from lmc.messages import Chunk, console_output
-from lmc.workspace.patch import apply_patch
 
 __all__ = [
     "DONE",
@@ -122,6 +121,8 @@ class PatchTool:
 
     def call(self, tool: Any, arguments: dict[str, Any]) -> list[Chunk]:
         try:
+            from lmc.workspace.patch import apply_patch  # not before the model patches
+
             apply_patch(self.root(), str(arguments.get("input", "")), self.hide)
         except (LmcError, OSError) as exc:
             return [console_output(f"{FAILED}: {exc}")]

@@ -39,7 +39,7 @@ from lmc.backends.served import Calibration
 from lmc.errors import ServerError
 
 if TYPE_CHECKING:
-    import httpx
+    from lmc.backends._http import HttpResponse
 
 __all__ = ["ChatLikeBackend", "ServerCall"]
 
@@ -101,7 +101,7 @@ class ChatLikeBackend(Backend):
 
     @abstractmethod
     def stream(
-        self, response: httpx.Response, generation: Generation, cancel: threading.Event | None
+        self, response: HttpResponse, generation: Generation, cancel: threading.Event | None
     ) -> Iterator[Piece]:
         """The answer as Harmony pieces; sets ``generation.stop_reason`` and the counters."""
 

@@ -30,7 +30,7 @@ from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
 from lmc.backends.openai_server import count_usage
 
 if TYPE_CHECKING:
-    import httpx
+    from lmc.backends._http import HttpResponse
 
 __all__ = ["REASONING_FIELDS", "ChatBackend"]
 
@@ -171,7 +171,7 @@ class ChatBackend(ChatLikeBackend):
     # -- the answer --------------------------------------------------------------------------
 
     def stream(
-        self, response: httpx.Response, generation: Generation, cancel: threading.Event | None
+        self, response: HttpResponse, generation: Generation, cancel: threading.Event | None
     ) -> Iterator[Piece]:
         writer = HarmonyWriter()
         calls = _Calls()

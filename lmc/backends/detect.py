@@ -31,8 +31,7 @@ from lmc.errors import ConfigError, ServerError
 from lmc.settings import API_STYLES
 
 if TYPE_CHECKING:
-    import httpx
-
+    from lmc.backends._http import HttpResponse
     from lmc.backends.base import BackendConfig
 
 __all__ = ["API_STYLES", "SHORTCUTS", "Detected", "choose_model", "detect", "split_base"]
@@ -95,7 +94,7 @@ class _Probe:
         except (ValueError, json.JSONDecodeError):
             return None
 
-    def post(self, url: str, body: dict[str, Any]) -> httpx.Response:
+    def post(self, url: str, body: dict[str, Any]) -> HttpResponse:
         with server_errors(self.root, self.timeout, self.key_from):
             response = self.client.post(url, json=body)
             if response.status_code in (401, 403):

@@ -22,7 +22,7 @@ from lmc.backends.base import BackendConfig, Generation, Piece, SamplingSettings
 from lmc.backends.served import ANSWER_ROOM, NumCtx
 
 if TYPE_CHECKING:
-    import httpx
+    from lmc.backends._http import HttpResponse
 
 __all__ = ["OllamaBackend"]
 
@@ -125,7 +125,7 @@ class OllamaBackend(ChatLikeBackend):
         return out
 
     def stream(
-        self, response: httpx.Response, generation: Generation, cancel: threading.Event | None
+        self, response: HttpResponse, generation: Generation, cancel: threading.Event | None
     ) -> Iterator[Piece]:
         writer = HarmonyWriter()
         calls: list[ServerCall] = []

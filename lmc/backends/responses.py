@@ -22,7 +22,7 @@ from lmc.backends._http import ServerAnswer, json_object, split_base, sse_data
 from lmc.backends.base import Generation, Piece, SamplingSettings, StopReason
 
 if TYPE_CHECKING:
-    import httpx
+    from lmc.backends._http import HttpResponse
 
 __all__ = ["ResponsesBackend"]
 
@@ -103,7 +103,7 @@ class ResponsesBackend(ChatLikeBackend):
         return out
 
     def stream(
-        self, response: httpx.Response, generation: Generation, cancel: threading.Event | None
+        self, response: HttpResponse, generation: Generation, cancel: threading.Event | None
     ) -> Iterator[Piece]:
         writer = HarmonyWriter()
         calls: dict[str, dict[str, str]] = {}  # by output index, in the order they came

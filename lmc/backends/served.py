@@ -30,14 +30,13 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from lmc.backends._http import key_source, make_client, split_base
+from lmc.backends._http import key_source, make_client, split_base, transport_errors
 from lmc.backends.served_memory import fitting_context, kv_cost, serving_memory
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    import httpx
-
+    from lmc.backends._http import HttpClient
     from lmc.backends.base import BackendConfig
 
 __all__ = [
@@ -164,7 +163,7 @@ class _Reader:
         key, _ = key_source(config)
         #: Loading a model takes as long as a request may (reading takes a moment).
         self.load_timeout = config.timeout
-        self.client: httpx.Client = make_client(
+        self.client: HttpClient = make_client(
             replace(config, timeout=min(config.timeout, _PROBE_TIMEOUT)), key
         )
 
@@ -177,15 +176,13 @@ class _Reader:
     def _json(
         self, method: str, url: str, body: dict[str, Any] | None, timeout: float | None = None
     ) -> Any:
-        import httpx
-
         try:
             if timeout is not None:
                 response = self.client.request(method, url, json=body, timeout=timeout)
             else:
                 response = self.client.request(method, url, json=body)
             return response.json() if response.status_code < 400 else None
-        except (httpx.HTTPError, httpx.InvalidURL, ValueError):  # a malformed api_base too:
+        except transport_errors():  # a malformed api_base too:
             return None  # this runs in a thread, and the request path says it in one line
 
 

@@ -95,9 +95,10 @@ def apply_served(
             f"{served.reason}: --context {config.context_size:,} is more than Ollama serves "
             "here, and it cuts a longer prompt without a word"
         )
-    from lmc.backends.ollama import OllamaBackend
-    from lmc.backends.served import NumCtx
+    if served.sized_by_lmc and backend.dialect == "ollama":
+        from lmc.backends.ollama import OllamaBackend
+        from lmc.backends.served import NumCtx
 
-    if served.sized_by_lmc and isinstance(backend, OllamaBackend):
-        backend.num_ctx = NumCtx(backend.context_size)
+        if isinstance(backend, OllamaBackend):
+            backend.num_ctx = NumCtx(backend.context_size)
     return served

@@ -13,8 +13,6 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
-import typer
-
 from lmc.settings import BY_KEY, OPTIONS, Option
 
 __all__ = ["SharedOptions", "command_parameters", "with_options"]
@@ -35,6 +33,8 @@ def _python_type(spec: Option) -> Any:
 
 
 def _typer_option(spec: Option) -> Any:
+    import typer  # only the typer app builds options: a plain `lmc run` reads them itself
+
     decls = list(spec.flags)
     if spec.off_flag is not None:
         decls[0] = f"{decls[0]}/{spec.off_flag}"

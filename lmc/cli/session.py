@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
@@ -62,6 +61,8 @@ def report(exc: BaseException, *, verbose: bool, err: TextIO | None = None) -> i
         raise exc
     err = sys.stderr if err is None else err
     if verbose:
+        import traceback  # with textwrap: not for a run that goes well
+
         traceback.print_exception(exc, file=err)
     # An error may quote what the model or code wrote (a file name, a tool's reply).
     if isinstance(exc, LmcError):

@@ -17,7 +17,6 @@ This is the one place that maps httpx's errors and the gateway's HTTP answers to
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -48,6 +47,8 @@ REQUEST_TIMEOUT: Final = 10.0
 
 
 def _default_username() -> str:
+    import getpass  # only with a gateway: not on every start (termios with it)
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a container)

@@ -11,12 +11,14 @@ import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import trustme
 from support.recorded_servers import CODE, HOSTED_KEY, SERVERS, serving
 
 from lmc.backends import BackendConfig, open_backend
 from lmc.backends._http import make_client
+from lmc.backends._wire import Client
 from lmc.errors import ServerError
 
 PROMPT = "<|start|>user<|message|>hello<|end|><|start|>assistant"
@@ -62,10 +64,23 @@ def test_a_trusted_certificate_is_talked_to(
     assert CODE in text  # the recorded first answer: a python call
 
 
-def test_tls_is_set_up_for_https_servers_only() -> None:
-    """The certificate store is loaded for https:// (verification on), not for http://."""
-    for base, secure in (("https://example.org/v1", True), ("http://127.0.0.1:8080/v1", False)):
-        with make_client(BackendConfig(api_base=base), None) as client:
-            pool = client._transport._pool  # type: ignore[attr-defined]
-            context: ssl.SSLContext | None = pool._ssl_context
-            assert (context is not None and context.verify_mode == ssl.CERT_REQUIRED) is secure
+def test_tls_is_set_up_for_https_servers_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The certificate store is loaded for https:// (verification on), not for http://: a
+    server reached directly gets lmc's own client (no TLS, no httpx), one behind a proxy
+    httpx without verification."""
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    secure = make_client(BackendConfig(api_base="https://example.org/v1"), None)
+    assert isinstance(secure, httpx.Client)
+    context: ssl.SSLContext | None = secure._transport._pool._ssl_context  # type: ignore[attr-defined]
+    assert context is not None and context.verify_mode == ssl.CERT_REQUIRED
+    secure.close()
+    plain = make_client(BackendConfig(api_base="http://127.0.0.1:8080/v1"), None)
+    assert isinstance(plain, Client)
+    plain.close()
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:3128")
+    proxied = make_client(BackendConfig(api_base="http://127.0.0.1:8080/v1"), None)
+    assert isinstance(proxied, httpx.Client)
+    context = proxied._transport._pool._ssl_context  # type: ignore[attr-defined]
+    assert context is None or context.verify_mode == ssl.CERT_NONE
+    proxied.close()
