@@ -15,10 +15,12 @@ from support.replay import write_replay
 from lmc.agent import Interpreter
 from lmc.agent.chatting import PRESTART, prestart_languages
 from lmc.messages import Message
+from lmc.messages.types import CodeChunk, CodeFormat
 
 
-def _code(language: str, source: str) -> Message:
-    return {"role": "assistant", "type": "code", "format": language, "content": source}
+def _code(language: CodeFormat, source: str) -> Message:
+    code: CodeChunk = {"role": "assistant", "type": "code", "format": language, "content": source}
+    return code
 
 
 def test_the_shell_first_then_what_the_conversation_ran() -> None:
