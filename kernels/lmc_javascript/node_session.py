@@ -16,19 +16,17 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from lmc_wrapper.files import which
 from lmc_wrapper.session import READ_SIZE, ActiveLine, Output, PipeSession
 
 __all__ = ["ActiveLine", "Failed", "Finished", "NodeSession", "NodeStartError", "Output", "Result"]
 
-DRIVER = Path(__file__).with_name("node_driver.js")
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_driver.js")
 START_TIMEOUT = 20.0
 
 
@@ -36,24 +34,21 @@ class NodeStartError(Exception):
     """node is missing or its driver did not report ready."""
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """The value of the run's last statement, as node's REPL would show it."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Failed:
+class Failed(NamedTuple):
     """The run threw (or was interrupted: ename ``KeyboardInterrupt``)."""
 
     ename: str
     evalue: str
-    traceback: list[str] = field(default_factory=list)
+    traceback: list[str]
 
 
-@dataclass(frozen=True)
-class Finished:
+class Finished(NamedTuple):
     """The run is over; ``exited`` means node itself ended (``process.exit``, a kill)."""
 
     exited: bool = False
@@ -64,7 +59,7 @@ Event = Output | ActiveLine | Result | Failed | Finished
 
 
 def find_node() -> str | None:
-    return shutil.which("node") or shutil.which("nodejs")
+    return which("node") or which("nodejs")
 
 
 class NodeSession(PipeSession):
@@ -86,7 +81,7 @@ class NodeSession(PipeSession):
         fds = {"LMC_RUN_FD": run_read, "LMC_EVENT_FD": event_write, "LMC_ACK_FD": ack_read}
         self._fds = [self._runs, self._events, self._ack]
         self._spawn(
-            [node, "--expose-internals", str(DRIVER)],
+            [node, "--expose-internals", DRIVER],
             stdin=subprocess.DEVNULL,  # code that reads stdin sees end of file
             pass_fds=tuple(fds.values()),
             env={**os.environ, **{name: str(fd) for name, fd in fds.items()}},

@@ -28,21 +28,19 @@ import contextlib
 import os
 import select
 import shlex
-import shutil
 import signal
-import tempfile
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from typing import NamedTuple
 
 from block_input import BlockInput, hint, supported
+from lmc_wrapper.files import private_dir, remove_tree, which
 from lmc_wrapper.session import READ_SIZE, ActiveLine, Output, PipeSession
 
 __all__ = ["ActiveLine", "BashSession", "Finished", "Output", "ShellStartError"]
 
-INIT_FILE = Path(__file__).with_name("init.bash")
+INIT_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "init.bash")
 #: Lockstep ends once this many reports arrive within ``LOCKSTEP_WINDOW`` seconds.
 LOCKSTEP_MAX_RATE = 50
 LOCKSTEP_WINDOW = 0.1
@@ -56,8 +54,7 @@ class ShellStartError(Exception):
     """bash is missing or did not reach its first prompt."""
 
 
-@dataclass(frozen=True)
-class Finished:
+class Finished(NamedTuple):
     """The block is over. ``exited`` means the shell itself ended (``exit``, a kill)."""
 
     status: int
@@ -66,6 +63,12 @@ class Finished:
 
 
 Event = Output | ActiveLine | Finished
+
+
+def _make_dir(path: str) -> None:
+    """``path`` as a private folder, if it is not there (a tmp cleaner may have taken it)."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
 
 
 class _Pace:
@@ -94,8 +97,8 @@ class BashSession(PipeSession):
         :attr:`state_dump` (see shell_state.py)."""
         super().__init__()
         self._env = dict(os.environ if env is None else env)
-        self._dir = Path(tempfile.mkdtemp(prefix="lmc-shell-"))
-        self.state_dump = str(self._dir / "state") if dump_state else None
+        self._dir = private_dir("lmc-shell-")
+        self.state_dump = os.path.join(self._dir, "state") if dump_state else None
         self._count = 0
         self._input_supported = supported()
         self._input: BlockInput | None = None  # the running block's stdin
@@ -111,23 +114,23 @@ class BashSession(PipeSession):
 
     def start(self) -> None:
         """Start bash and wait for its first prompt."""
-        bash = shutil.which("bash", path=self._env.get("PATH")) or shutil.which("bash")
+        bash = which("bash", path=self._env.get("PATH")) or which("bash")
         if bash is None:
             raise ShellStartError("bash was not found on PATH")
         command_read, self._command = os.pipe()
         self._control, control_write = os.pipe()
         ack_read, self._ack = os.pipe()
-        self._dir.mkdir(mode=0o700, exist_ok=True)
+        _make_dir(self._dir)
         env = {
             **self._env,
             "LMC_CTL_FD": str(control_write),
             "LMC_ACK_FD": str(ack_read),
-            "LMC_BLOCK_DIR": str(self._dir),
+            "LMC_BLOCK_DIR": self._dir,
             **({"LMC_STATE_DUMP": self.state_dump} if self.state_dump else {}),
         }
         self._fds = [self._command, self._control, self._ack, ack_read]
         self._spawn(
-            [bash, "--noprofile", "--rcfile", str(INIT_FILE), "--noediting", "-i"],
+            [bash, "--noprofile", "--rcfile", INIT_FILE, "--noediting", "-i"],
             stdin=command_read,
             pass_fds=(control_write, ack_read),
             env=env,
@@ -160,7 +163,7 @@ class BashSession(PipeSession):
         spare, self._spare = self._spare, None
         if spare is not None:
             spare.end()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        remove_tree(self._dir)
 
     # -- running ------------------------------------------------------------------------
 
@@ -169,17 +172,18 @@ class BashSession(PipeSession):
         if not self.alive:
             self.restart()
         self._count += 1
-        self._dir.mkdir(mode=0o700, exist_ok=True)  # a tmp cleaner may have taken it
-        path = self._dir / f"{self._count}.sh"
-        path.write_text(code if code.endswith("\n") else code + "\n", encoding="utf-8")
+        _make_dir(self._dir)  # a tmp cleaner may have taken it
+        path = os.path.join(self._dir, f"{self._count}.sh")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(code if code.endswith("\n") else code + "\n")
         last_line = max(1, code.count("\n") + (0 if code.endswith("\n") else 1))
         self._read_control_raw()  # stale reports from an interrupted block
         self._drain_acks()
         self._begin()
-        quoted = shlex.quote(str(path))
+        quoted = shlex.quote(path)
         block_input = self._next_input()
         self._input = block_input
-        stdin = "/dev/null" if block_input is None else shlex.quote(str(block_input.path))
+        stdin = "/dev/null" if block_input is None else shlex.quote(block_input.path)
         line = (
             f"__lmc_intr=; builtin echo S >&243; __lmc_file={quoted} __lmc_line= __lmc_sync=s; "
             f"builtin . {quoted} 0<{stdin} 1>&241 2>&242\n"
@@ -194,7 +198,8 @@ class BashSession(PipeSession):
                 block_input.end()
             else:  # nobody wrote to it and it is open: the next block reads it too
                 self._spare = block_input
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def _next_input(self) -> BlockInput | None:
         """The next block's stdin: the last one's FIFO if it is still open and nobody wrote
@@ -207,7 +212,7 @@ class BashSession(PipeSession):
             return spare
         if spare is not None:
             spare.end()
-        return BlockInput(self._dir / f"{self._count}.in")
+        return BlockInput(os.path.join(self._dir, f"{self._count}.in"))
 
     def input_request(self, action: str, text: str = "") -> tuple[bool, str]:
         """lmc's request about the running block's stdin (any thread): ``keep`` it open (the

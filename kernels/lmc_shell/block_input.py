@@ -25,7 +25,6 @@ import platform
 import sys
 import threading
 import time
-from pathlib import Path
 
 __all__ = ["CHECK_INTERVAL", "BlockInput", "hint", "supported"]
 
@@ -73,7 +72,7 @@ class BlockInput:
     marks it kept; one lock keeps them apart.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
         os.mkfifo(path, 0o600)
         # Read-write: opening never waits for a reader, and bash's read-only open never
@@ -151,7 +150,7 @@ class BlockInput:
             self._close(self._closed_by or "end")
             self._kept = True
         with contextlib.suppress(OSError):
-            self.path.unlink()
+            os.unlink(self.path)
 
     def _write(self, data: bytes) -> tuple[bool, str]:
         assert self._fd is not None
@@ -236,7 +235,8 @@ def _tree(root: int) -> list[int]:
 def _program(pid: int, shell: int) -> str:
     """The reading program's name: ``read`` for bash itself or a subshell (its builtin)."""
     try:
-        name = Path(f"/proc/{pid}/comm").read_text(encoding="utf-8", errors="replace").strip()
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as file:
+            name = file.read().strip()
     except OSError:
         name = "a program"
     return "read" if pid == shell or name == "bash" else name

@@ -27,7 +27,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -144,6 +143,8 @@ class KernelBase:
         try:
             dispatch(message)
         except Exception as exc:  # a bug of the kernel's own: logged, the kernel goes on
+            import traceback  # only on a failure: linecache, tokenize and more
+
             print(f"lmc kernel: failed on a {message.msg_type}:", file=sys.stderr)
             traceback.print_exception(exc, file=sys.stderr)
 
@@ -194,6 +195,8 @@ class KernelBase:
         try:
             reply = self.do_execute(code, silent)
         except Exception as exc:  # a bug of the kernel's own: an error reply, not a dead kernel
+            import traceback
+
             lines = traceback.format_exception(exc)
             print("".join(lines), file=sys.stderr, flush=True)
             error = {"ename": type(exc).__name__, "evalue": str(exc), "traceback": lines}

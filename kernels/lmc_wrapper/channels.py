@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import zmq
@@ -54,7 +53,7 @@ def _bind(socket: zmq.Socket[bytes], transport: str, ip: str, port: int) -> int:
     if transport == "tcp":
         return int(socket.bind_to_random_port(f"tcp://{ip}"))
     port = 1
-    while Path(f"{ip}-{port}").exists():
+    while os.path.exists(f"{ip}-{port}"):
         port += 1
     socket.bind(bind_address(transport, ip, port))
     return port
@@ -64,8 +63,8 @@ class Channels:
     """The bound sockets; writes the chosen ports back when the file asked for any (port 0)."""
 
     def __init__(self, context: zmq.Context[zmq.Socket[bytes]], connection_file: str) -> None:
-        path = Path(connection_file)
-        info: dict[str, Any] = json.loads(path.read_text())
+        with open(connection_file, encoding="utf-8") as file:
+            info: dict[str, Any] = json.load(file)
         self.info = info
         transport = str(info.get("transport", "tcp"))
         ip = str(info.get("ip", "127.0.0.1"))
@@ -83,10 +82,12 @@ class Channels:
             info[f"{name}_port"] = port
             self.sockets[name] = socket
         if chose_ports:  # atomically: a client may be polling the file for the ports
-            partial = path.with_name(f".{path.name}.{os.getpid()}")
-            partial.write_text(json.dumps(info, indent=2))
-            partial.chmod(0o600)
-            os.replace(partial, path)
+            folder, name = os.path.split(connection_file)
+            partial = os.path.join(folder, f".{name}.{os.getpid()}")
+            with open(partial, "w", encoding="utf-8") as file:
+                json.dump(info, file, indent=2)
+            os.chmod(partial, 0o600)
+            os.replace(partial, connection_file)
         self.wire = WireSession(
             str(info.get("key", "")).encode(), str(info.get("signature_scheme", "hmac-sha256"))
         )

@@ -12,15 +12,15 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
+
+from lmc_wrapper.files import which
 
 __all__ = [
     "MAX_OUTPUT_EVENT",
@@ -51,16 +51,14 @@ ESCALATE_TERM = 1.0
 ESCALATE_KILL = 2.0
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(NamedTuple):
     """Text the code wrote; ``name`` is ``"stdout"`` or ``"stderr"``."""
 
     name: str
     text: str
 
 
-@dataclass(frozen=True)
-class ActiveLine:
+class ActiveLine(NamedTuple):
     """Line ``line`` (1-based) of the code is about to run."""
 
     line: int
@@ -101,7 +99,7 @@ def dying_with_parent(argv: list[str]) -> list[str]:
     """
     if not sys.platform.startswith("linux"):
         return argv
-    setpriv = shutil.which("setpriv")
+    setpriv = which("setpriv")
     return argv if setpriv is None else [setpriv, "--pdeathsig", "KILL", "--", *argv]
 
 

@@ -10,15 +10,15 @@ parts), most of a lean kernel's start; tests check this codec against ``Session`
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import contextlib
+import importlib
 import json
 import os
 import threading
+import time
 from collections import deque
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 __all__ = ["DELIMITER", "PROTOCOL_VERSION", "Message", "WireError", "WireSession"]
 
@@ -32,8 +32,7 @@ class WireError(Exception):
     """A message that cannot be read: no delimiter, a bad signature, a replay, bad JSON."""
 
 
-@dataclass
-class Message:
+class Message(NamedTuple):
     """One received message: who sent it (ROUTER identities) and its four parts."""
 
     idents: list[bytes]
@@ -41,7 +40,7 @@ class Message:
     parent_header: dict[str, Any]
     metadata: dict[str, Any]
     content: dict[str, Any]
-    buffers: list[bytes] = field(default_factory=list)
+    buffers: list[bytes]
 
     @property
     def msg_type(self) -> str:
@@ -59,15 +58,63 @@ def _loads(frame: bytes) -> dict[str, Any]:
     return value
 
 
+def _hash(digest: str) -> Callable[..., Any] | None:
+    """The constructor of ``digest`` (None if unknown). SHA-256, the scheme every connection
+    file names, comes from the interpreter's own module: ``hashlib`` and ``hmac`` load
+    OpenSSL's libcrypto (~0.4 MB of private memory and a few milliseconds per kernel)."""
+    if digest == "sha256":
+        for module in ("_sha2", "_sha256"):  # Python 3.12+, then 3.11
+            with contextlib.suppress(ImportError, AttributeError):
+                return importlib.import_module(module).sha256  # type: ignore[no-any-return]
+    import hashlib
+
+    return getattr(hashlib, digest, None) if digest in hashlib.algorithms_available else None
+
+
+try:  # constant-time comparison: what hmac.compare_digest is without OpenSSL
+    from _operator import _compare_digest as _compare
+except ImportError:  # pragma: no cover - another interpreter
+    from hmac import compare_digest as _compare  # type: ignore[no-redef]
+
+
+class _Hmac:
+    """HMAC (RFC 2104) over a hash constructor, its padded keys hashed once."""
+
+    def __init__(self, key: bytes, new: Callable[..., Any]) -> None:
+        block = int(new().block_size)
+        if len(key) > block:
+            key = new(key).digest()
+        key = key.ljust(block, b"\0")
+        self._inner = new(bytes(b ^ 0x36 for b in key))
+        self._outer = new(bytes(b ^ 0x5C for b in key))
+
+    def hexdigest(self, parts: list[bytes]) -> str:
+        inner = self._inner.copy()
+        for part in parts:
+            inner.update(part)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return str(outer.hexdigest())
+
+
+def _now() -> str:
+    """The current UTC time as ``datetime.now(UTC).isoformat()`` writes it, without datetime."""
+    now = time.time()
+    seconds = int(now)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+    return f"{stamp}.{int((now - seconds) * 1e6):06d}+00:00"
+
+
 class WireSession:
     """One kernel's side of the protocol: its session id and key (any thread may use it)."""
 
     def __init__(self, key: bytes, signature_scheme: str = "hmac-sha256") -> None:
         scheme, _, digest = signature_scheme.partition("-")
-        if scheme != "hmac" or digest not in hashlib.algorithms_available:
+        new = _hash(digest) if scheme == "hmac" else None
+        if new is None:
             raise WireError(f"unsupported signature scheme {signature_scheme!r}")
         self._key = key
-        self._digest = digest
+        self._mac = _Hmac(key, new)
         self.session_id = os.urandom(16).hex()
         self.username = os.environ.get("USER", "username")
         self._seen: set[bytes] = set()
@@ -77,17 +124,14 @@ class WireSession:
     def sign(self, parts: list[bytes]) -> bytes:
         if not self._key:
             return b""
-        mac = hmac.new(self._key, digestmod=self._digest)
-        for part in parts:
-            mac.update(part)
-        return mac.hexdigest().encode("ascii")
+        return self._mac.hexdigest(parts).encode("ascii")
 
     def header(self, msg_type: str) -> dict[str, Any]:
         return {
             "msg_id": os.urandom(16).hex(),
             "session": self.session_id,
             "username": self.username,
-            "date": datetime.now(UTC).isoformat(),
+            "date": _now(),
             "msg_type": msg_type,
             "version": PROTOCOL_VERSION,
         }
@@ -120,7 +164,7 @@ class WireSession:
         if len(parts) < 4:
             raise WireError(f"{len(parts)} message parts, 4 expected")
         if self._key:
-            if not hmac.compare_digest(signature, self.sign(parts[:4])):
+            if not _compare(signature, self.sign(parts[:4])):
                 raise WireError("invalid signature")
             self._remember(signature)
         try:

@@ -24,15 +24,25 @@ if TYPE_CHECKING:
     from lmc.computer import Computer
     from lmc.mcp.tools import McpTools
 
-__all__ = ["PRESTART", "ChatMixin", "Confirm"]
+__all__ = ["PRESTART", "ChatMixin", "Confirm", "prestart_languages"]
 
 #: What ``chat(confirm=...)`` is given: the block about to run; it answers (see
 #: :mod:`lmc.agent.approvals`).
 Confirm = Callable[[Block], Answer]
 
-#: Kernels started ahead of need (the model's two everyday tools): a shell block then runs
-#: without waiting for its kernel, and one never used costs only its memory until exit.
-PRESTART = ("python", "shell")
+#: Kernels started ahead of need: the shell's (a Python wrapper around bash, ~11 MB and a few
+#: hundredths of a second) so a shell block runs without waiting for its kernel. The python
+#: kernel (ipykernel: ~37 MB and a few tenths of a second of CPU beside lmc's own start) boots
+#: when the model begins a python block, while it writes the code (``Loop._warm_kernel``), or
+#: ahead when the conversation already ran python (:func:`prestart_languages`).
+PRESTART = ("shell",)
+
+
+def prestart_languages(messages: list[Message]) -> list[str]:
+    """:data:`PRESTART`, then the languages of the conversation's earlier code blocks (a
+    conversation that ran python is likely to again), without repeats."""
+    used = (m.get("format") for m in messages if m.get("type") == "code")
+    return list(dict.fromkeys([*PRESTART, *(str(f) for f in used if f)]))
 
 
 class ChatMixin:
@@ -214,4 +224,4 @@ class ChatMixin:
         prestart = getattr(self.computer, "prestart", None)
         if prestart is not None:
             # Launched now, connected when the model begins a block (see Loop._warm_kernel).
-            prestart(PRESTART, connect=False)
+            prestart(prestart_languages(self.messages), connect=False)

@@ -5,11 +5,11 @@ client sockets (:mod:`lmc.computer.kernel_channels`). It starts in a background 
 start-up hides behind whatever the caller does meanwhile), and :meth:`KernelSession.execute`
 sends one execute request and yields what comes back for it: the IOPub messages whose parent
 is that request, plus fault events (:mod:`lmc.computer.kernel_events`), ending as the run's
-clocks say (:mod:`lmc.computer.run_watch`). It waits with one ``zmq`` poll over the sockets, a
+clocks say (:mod:`lmc.computer.run_watch`). It waits with one poll over the sockets, a
 pidfd of the kernel process and a wake pipe, so output, the reply, the kernel's death and an
 interrupt all wake it at once.
 
-This is the one place that maps jupyter_client, zmq and process errors to
+This is the one place that maps socket and process errors to
 :class:`~lmc.errors.ComputerError`. The kernel's events, the :class:`Kernel` protocol and the
 timing constants are importable from here too.
 """
@@ -125,9 +125,9 @@ class KernelSession(BackgroundStart):
         self._ran = False  # code was sent: it may have started children
         self._oom_before_release = False
         self.ready_at: float | None = None
-        # Connect the sockets (which loads jupyter_client and zmq into lmc's process, ~80 ms
-        # of CPU) only once code is coming: a prestarted kernel the model never uses costs
-        # lmc's own process nothing but its launch.
+        # Connect the sockets (and load the wire protocol's modules into lmc's process) only
+        # once code is coming: a prestarted kernel the model never uses costs lmc's own
+        # process nothing but its launch.
         self._wanted = threading.Event()
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -493,7 +493,7 @@ class KernelSession(BackgroundStart):
         channels = self._open_channels()
         try:
             return channels.poll(milliseconds)
-        except Exception as exc:  # zmq.ZMQError: the context was torn down under us
+        except Exception as exc:  # OSError, ValueError: the sockets were closed under us
             raise ComputerError(f"lost the connection to the {self.spec.name} kernel") from exc
 
     def _wait_exit(self) -> int | None:

@@ -1,4 +1,5 @@
-"""Jupyter's wire protocol (messaging 5.3) over pyzmq, for lmc's side of a local kernel.
+"""Jupyter's wire protocol (messaging 5.3) over ZMTP (:mod:`lmc.computer.zmtp`), for lmc's
+side of a local kernel.
 
 What lmc asks of a kernel is small: ``kernel_info``, ``execute``, an ``input_reply`` and
 control messages, and the replies and IOPub output back. Each message is the multipart
@@ -20,6 +21,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
+
+from lmc.computer.zmtp import ZmtpSocket
 
 __all__ = ["PROTOCOL_VERSION", "Channel", "Session", "WireClient"]
 
@@ -117,7 +120,7 @@ class Session:
 class Channel:
     """One socket of the kernel's: ``send`` a message, ``get_msg`` one waiting (or None)."""
 
-    def __init__(self, socket: Any, session: Session) -> None:
+    def __init__(self, socket: ZmtpSocket, session: Session) -> None:
         self.socket = socket
         self.session = session
 
@@ -125,27 +128,23 @@ class Channel:
         self.socket.send_multipart(self.session.serialize(message))
 
     def get_msg(self) -> dict[str, Any] | None:
-        import zmq
-
         while True:
-            try:
-                frames = self.socket.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
+            frames = self.socket.recv()
+            if frames is None:
                 return None
             message = self.session.deserialize(frames)
             if message is not None:
                 return message
 
     def close(self) -> None:
-        self.socket.close(linger=0)
+        self.socket.close()
 
 
 class WireClient:
-    """The sockets of the kernel a connection file describes, connected on ``context``."""
+    """The sockets of the kernel a connection file describes (they connect as they can:
+    see :meth:`ZmtpSocket.try_connect`)."""
 
-    def __init__(self, connection_file: Path, context: Any) -> None:
-        import zmq
-
+    def __init__(self, connection_file: Path) -> None:
         info = json.loads(Path(connection_file).read_text(encoding="utf-8"))
         key = str(info.get("key") or "").encode("utf-8")
         self.session = Session(key, str(info.get("signature_scheme") or "hmac-sha256"))
@@ -155,20 +154,16 @@ class WireClient:
             port = info[f"{name}_port"]
             return f"tcp://{ip}:{port}" if transport == "tcp" else f"ipc://{ip}-{port}"
 
-        def connect(kind: int, name: str) -> Channel:
-            socket = context.socket(kind)
-            socket.linger = 0
-            if kind == zmq.DEALER:  # stdin must share the shell's identity (input_request)
-                socket.setsockopt(zmq.IDENTITY, self.session.bsession)
-            else:
-                socket.setsockopt(zmq.SUBSCRIBE, b"")
-            socket.connect(url(name))
+        def connect(kind: str, name: str) -> Channel:
+            # stdin must share the shell's identity (input_request); a SUB takes everything
+            socket = ZmtpSocket(kind, url(name), identity=self.session.bsession)
+            socket.try_connect()
             return Channel(socket, self.session)
 
-        self.shell_channel = connect(zmq.DEALER, "shell")
-        self.iopub_channel = connect(zmq.SUB, "iopub")
-        self.stdin_channel = connect(zmq.DEALER, "stdin")
-        self.control_channel = connect(zmq.DEALER, "control")
+        self.shell_channel = connect("DEALER", "shell")
+        self.iopub_channel = connect("SUB", "iopub")
+        self.stdin_channel = connect("DEALER", "stdin")
+        self.control_channel = connect("DEALER", "control")
 
     def _send(self, channel: Channel, msg_type: str, content: dict[str, Any]) -> str:
         message = self.session.msg(msg_type, content)

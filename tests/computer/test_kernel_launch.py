@@ -91,7 +91,7 @@ interpreter.prestart()
 chunks = list(interpreter.chat("hello", display=False, stream=True))
 assert any(c.get("type") == "message" and c.get("content") for c in chunks), chunks
 started = interpreter.computer._sessions
-assert set(started) == {"python", "shell"}, started
+assert set(started) == {"shell"}, started
 print(sorted(m for m in ("jupyter_client", "zmq") if m in sys.modules))
 interpreter.close()
 """

@@ -69,3 +69,47 @@ def test_an_empty_key_means_no_signature() -> None:
 def test_an_unknown_signature_scheme_is_refused() -> None:
     with pytest.raises(WireError, match="scheme"):
         WireSession(KEY, "rsa-sha256")
+
+
+@pytest.mark.parametrize("scheme", ["hmac-sha256", "hmac-sha512", "hmac-md5"])
+@pytest.mark.parametrize("key", [b"k", KEY, bytes(range(256)) * 2])  # the last: over a block
+def test_signatures_are_the_standard_hmac(scheme: str, key: bytes) -> None:
+    """The codec signs without hmac/hashlib for SHA-256 (they load OpenSSL into every kernel):
+    the signature is still RFC 2104's, as Python's hmac computes it, for any key length."""
+    import hashlib
+    import hmac
+
+    parts = [b'{"msg_id": "1"}', b"{}", b"{}", '{"text": "é"}'.encode()]
+    expected = hmac.new(key, b"".join(parts), getattr(hashlib, scheme.split("-")[1]))
+    assert WireSession(key, scheme).sign(parts) == expected.hexdigest().encode()
+
+
+def test_the_header_date_is_an_iso_time_in_utc() -> None:
+    from datetime import UTC, datetime
+
+    date = WireSession(KEY).header("status")["date"]
+    parsed = datetime.fromisoformat(date)
+    assert parsed.utcoffset() is not None and not parsed.utcoffset()
+    assert abs((datetime.now(UTC) - parsed).total_seconds()) < 3600  # not a fixed or local time
+
+
+def test_the_shell_kernel_loads_no_module_it_can_do_without() -> None:
+    """What the shell kernel imports to start (its start is on the way of the first block,
+    and every module is private memory of its process): no OpenSSL, no shutil (bz2, lzma),
+    no tempfile, pathlib, dataclasses (inspect, ast), datetime or traceback."""
+    import subprocess
+
+    script = (
+        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
+        "import lmc_shell_kernel; print(' '.join(sorted(sys.modules)))"
+    )
+    shell = KERNELS / "lmc_shell"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(shell), str(KERNELS)],
+        capture_output=True, text=True, timeout=60, check=True, cwd=shell,
+    )  # fmt: skip
+    loaded = set(done.stdout.split())
+    assert "lmc_wrapper.base" in loaded
+    avoidable = {"_hashlib", "hmac", "shutil", "bz2", "lzma", "tempfile", "pathlib"}
+    avoidable |= {"dataclasses", "inspect", "ast", "datetime", "traceback"}
+    assert not loaded & avoidable

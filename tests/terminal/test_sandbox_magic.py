@@ -71,9 +71,9 @@ def test_sandbox_and_network_restart_the_kernels_and_tell_the_model(
         run_magic("%network on", chat)
         assert _computer(interpreter).sandbox.network
         assert said[-2].startswith("this change restarts the kernels")  # said before it does
-        # Every kernel that had started is named (the shell is started ahead of need too).
+        # Every kernel that had started is named (the shell is started ahead of need, first).
         assert "network on" in said[-1]
-        assert re.search(r"the python(, shell)? kernels? restarted", said[-1])
+        assert re.search(r"the (shell, )?python kernels? restarted", said[-1])
         run_magic("%network", chat)
         assert said[-1] == "network: on" and _computer(interpreter).sandbox.network
         run_magic("%network off", chat)  # no kernel ran since: nothing lost

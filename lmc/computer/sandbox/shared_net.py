@@ -18,7 +18,9 @@ started from lmc's launcher thread with ``--die-with-parent``, so it dies with l
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -104,6 +106,7 @@ class SharedNetwork:
                 self._process.kill()
             self._process.wait()
         self._process, self._inner = None, None
+        info_read, info_write = os.pipe()  # bwrap writes its child's pid there, once it is made
         argv = [
             self._bwrap,
             "--ro-bind", "/", "/",
@@ -111,6 +114,7 @@ class SharedNetwork:
             "--unshare-user", "--uid", "0", "--gid", "0",
             "--unshare-net",
             "--die-with-parent",
+            "--info-fd", str(info_write),
             "--", "sleep", "infinity",
         ]  # fmt: skip
 
@@ -120,19 +124,46 @@ class SharedNetwork:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
+                pass_fds=(info_write,),
                 start_new_session=True,
             )
 
         try:
-            process = launch(start)
+            try:
+                process = launch(start)
+            finally:
+                os.close(info_write)
+            inner = _reported_child(info_read, process) or _child_of(process)
         except OSError:
             return
-        inner = _child_of(process)
+        finally:
+            os.close(info_read)
         if inner is None:
             process.kill()
             process.wait()
             return
         self._process, self._inner = process, inner
+
+
+def _reported_child(info: int, process: subprocess.Popen[bytes]) -> int | None:
+    """The child pid bwrap writes to ``--info-fd`` once the namespaces are made (a few
+    milliseconds, where watching /proc for the child took a poll of 10 ms); None if it wrote
+    none (it failed, or an old bwrap without the option)."""
+    deadline = time.monotonic() + _START_TIMEOUT
+    data = b""
+    while b"}" not in data:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([info], [], [], left)[0]:
+            return None
+        chunk = os.read(info, 4096)
+        if not chunk:
+            break  # bwrap closed it (or ended) before a whole report
+        data += chunk
+    try:
+        pid = json.loads(data).get("child-pid")
+    except (ValueError, AttributeError):
+        return None
+    return pid if isinstance(pid, int) and pid > 0 and process.poll() is None else None
 
 
 def _child_of(process: subprocess.Popen[bytes]) -> int | None:

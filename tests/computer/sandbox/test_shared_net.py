@@ -86,3 +86,28 @@ def test_without_the_sandbox_the_host_reaches_the_server(tmp_path: Path) -> None
     with Computer(workdir=tmp_path, sandbox="off") as computer:
         assert output_of(collect(computer, "python", SERVER.format(port=port))) == "serving\n"
         assert _host_reaches(port)
+
+
+def test_the_holder_is_found_from_bwraps_own_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bwrap names its child on ``--info-fd`` once the namespaces exist: the holder is known
+    at once, without watching /proc (the old way, a poll of 10 ms on every session's first
+    kernel start, is kept only for a bwrap that reports nothing)."""
+    from lmc.computer.sandbox import shared_net
+
+    def no_polling(process: object) -> None:
+        raise AssertionError("the holder was looked for in /proc")
+
+    monkeypatch.setattr(shared_net, "_child_of", no_polling)
+    network = shared_net.SharedNetwork.find()
+    assert network is not None
+    try:
+        prefix = network.join_prefix()
+        holder = network.holder_pid
+        assert holder is not None and prefix[prefix.index("-t") + 1] == str(holder)
+        own = Path("/proc/self/ns/net").readlink()
+        assert Path(f"/proc/{holder}/ns/net").readlink() != own  # in a namespace of its own
+        status = Path(f"/proc/{holder}/status").read_text()
+        parent = next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:"))
+        assert Path(f"/proc/{parent}/comm").read_text().strip() == "bwrap"  # bwrap's own child
+    finally:
+        network.close()
