@@ -91,6 +91,7 @@ def test_a_resume_in_a_new_process_brings_the_variables_and_the_shell_back(
         computer=None,  # its own kernels, as a new session has
         workdir=str(work),
         auto_run=True,
+        context_size=16384,  # no compaction: the tools take ~3k tokens of the tiny vocabulary
     )
     # The model is told, before its next block, what comes back and what does not.
     note = text_of(resumed.messages[-1])
