@@ -92,12 +92,19 @@ class _Pace:
 class BashSession(PipeSession):
     """A bash process plus the pipes to drive it. Not thread-safe except :meth:`interrupt`."""
 
-    def __init__(self, env: dict[str, str] | None = None, *, dump_state: bool = False) -> None:
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        *,
+        dump_state: bool = False,
+        home: str | None = None,
+    ) -> None:
         """``dump_state``: after each block bash writes its directory and exports to
-        :attr:`state_dump` (see shell_state.py)."""
+        :attr:`state_dump` (see shell_state.py). ``home``: the folder to keep the block files
+        in (the kernel's own, removed with lmc's session even when the kernel is killed)."""
         super().__init__()
         self._env = dict(os.environ if env is None else env)
-        self._dir = private_dir("lmc-shell-")
+        self._dir = private_dir("lmc-shell-", home)  # block files, FIFOs, bash's state
         self.state_dump = os.path.join(self._dir, "state") if dump_state else None
         self._count = 0
         self._input_supported = supported()

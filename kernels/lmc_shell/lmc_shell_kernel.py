@@ -55,7 +55,11 @@ class ShellKernel(WrapperKernel):
         self._start_env = dict(env)
         if restore:
             env = self._restored_environment()
-        self._bash = self._wrapped = BashSession(env, dump_state=self._state is not None)
+        self._bash = self._wrapped = BashSession(
+            env,
+            dump_state=self._state is not None,
+            home=os.path.dirname(os.path.abspath(connection_file)),
+        )
         self._bash.start()
         self._handlers["lmc_stdin_request"] = self._stdin_request
 

@@ -33,10 +33,12 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def private_dir(prefix: str) -> str:
-    """A new folder only its owner can enter, in the first temporary folder that takes one
-    (``$TMPDIR``, ``$TEMP``, ``$TMP``, /tmp, /var/tmp, /usr/tmp, as tempfile.mkdtemp)."""
-    candidates = [os.environ.get(name) for name in _TEMP_VARIABLES] + list(_TEMP_FOLDERS)
+def private_dir(prefix: str, first: str | None = None) -> str:
+    """A new folder only its owner can enter, in the first folder that takes one: ``first``
+    (the kernel's own folder, which lmc removes with its session even when the kernel is
+    killed), then ``$TMPDIR``, ``$TEMP``, ``$TMP``, /tmp, /var/tmp, /usr/tmp (as
+    tempfile.mkdtemp)."""
+    candidates = [first, *(os.environ.get(name) for name in _TEMP_VARIABLES), *_TEMP_FOLDERS]
     for folder in filter(None, candidates):
         for _ in range(8):
             path = os.path.join(folder, f"{prefix}{os.urandom(6).hex()}")

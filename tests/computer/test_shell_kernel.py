@@ -250,3 +250,24 @@ def test_bash_dies_with_a_kernel_killed_outright() -> None:
                 break
         os.kill(kernel_pid(shell.manager), signal.SIGKILL)
         assert wait_gone({bash}, timeout=10) == set(), "bash outlived its kernel"
+
+
+def test_the_block_files_live_in_the_kernels_folder_and_go_with_the_session(
+    tmp_path: Path,
+) -> None:
+    """lmc kills its kernels at exit without a grace period, so the shell kernel's own
+    clean-up never runs: its block folder (scripts, input FIFOs) was made in /tmp and left
+    there, one per kernel (over a thousand after a day of tests). It is now made in the
+    kernel's own folder, which goes with lmc's session."""
+    from lmc.computer import Computer
+
+    with Computer(sandbox="off", workdir=tmp_path) as computer:
+        said = "".join(
+            str(chunk.get("content"))
+            for chunk in computer.run("shell", 'echo "dir=${__lmc_file%/*}"')
+            if chunk.get("format") == "output"
+        )
+        folder = Path(said.split("dir=", 1)[1].strip())
+        assert folder.is_dir() and folder.name.startswith("lmc-shell-")
+        assert folder.parent.name.startswith("k-")  # the kernel's own folder
+    assert not folder.exists()
