@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.agent_testing import MakeInterpreter, RecordingBackend
+from support.agent_testing import MakeInterpreter, RecordingBackend, Replayed
 from support.replay import write_replay
 
 from lmc.agent import Interpreter
@@ -55,3 +55,30 @@ def make_interpreter(
     for interpreter in made:
         interpreter.close()
         interpreter.backend.close()
+
+
+@pytest.fixture
+def replayed(tiny_model: Path, tmp_path: Path) -> Iterator[Replayed]:
+    """``build(*completions, **settings)``: an Interpreter of its own (its own kernels) on the
+    tiny model replaying ``completions``, auto-run unless told, with a work folder and a
+    database in ``tmp_path``; every one closed at the end."""
+    made: list[Interpreter] = []
+
+    def build(*completions: str, **settings: Any) -> Interpreter:
+        replay = write_replay(tmp_path / f"replay{len(made)}.txt", completions)
+        work = tmp_path / "work"
+        work.mkdir(exist_ok=True)
+        settings.setdefault("auto_run", True)
+        interpreter = Interpreter(
+            model=str(tiny_model),
+            replay=replay,
+            db_path=tmp_path / "c.db",
+            workdir=work,
+            **settings,
+        )
+        made.append(interpreter)
+        return interpreter
+
+    yield build
+    for interpreter in made:
+        interpreter.close()

@@ -5,12 +5,11 @@ runs in a conversation that never prestarted it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import pytest
-from support.replay import write_replay
+from support.agent_testing import Replayed
 
 from lmc.agent import Interpreter
 from lmc.agent.chatting import PRESTART, prestart_languages
@@ -31,27 +30,8 @@ def test_the_shell_first_then_what_the_conversation_ran() -> None:
 
 
 @pytest.fixture
-def make(tiny_model: Path, tmp_path: Path) -> Iterator[Any]:
-    made: list[Interpreter] = []
-
-    def build(*completions: str) -> Interpreter:
-        replay = write_replay(tmp_path / f"replay{len(made)}.txt", completions)
-        work = tmp_path / "work"
-        work.mkdir(exist_ok=True)
-        interpreter = Interpreter(
-            model=str(tiny_model),
-            replay=replay,
-            auto_run=True,
-            db_path=tmp_path / "c.db",
-            workdir=work,
-            sandbox="off",
-        )
-        made.append(interpreter)
-        return interpreter
-
-    yield build
-    for interpreter in made:
-        interpreter.close()
+def make(replayed: Replayed) -> Replayed:
+    return partial(replayed, sandbox="off")
 
 
 def _started(interpreter: Interpreter) -> set[str]:

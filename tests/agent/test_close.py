@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.replay import write_replay
+from support.agent_testing import Replayed
 
 from lmc.agent import Interpreter
 from lmc.errors import InterpreterClosedError
@@ -80,27 +80,8 @@ class Watch:
 
 
 @pytest.fixture
-def make(tiny_model: Path, tmp_path: Path) -> Iterator[Any]:
-    made: list[Interpreter] = []
-
-    def build(*completions: str) -> Interpreter:
-        replay = write_replay(tmp_path / f"replay{len(made)}.txt", completions)
-        work = tmp_path / "work"
-        work.mkdir(exist_ok=True)
-        interpreter = Interpreter(
-            model=str(tiny_model),
-            replay=replay,
-            auto_run=True,
-            db_path=tmp_path / "c.db",
-            workdir=work,
-            sandbox="off",
-        )
-        made.append(interpreter)
-        return interpreter
-
-    yield build
-    for interpreter in made:
-        interpreter.close()
+def make(replayed: Replayed) -> Replayed:
+    return partial(replayed, sandbox="off")
 
 
 def test_close_from_another_thread_while_code_runs(make: Any) -> None:

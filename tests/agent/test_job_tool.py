@@ -10,16 +10,13 @@ from __future__ import annotations
 import json
 import secrets
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.agent_testing import Replayed
 from support.asking import scripted_asker
 from support.processes import pids_of, wait_until_gone, wait_until_running
-from support.replay import write_replay
 
-from lmc.agent import Interpreter
 from lmc.agent.job_tool import JobTools
 from lmc.agent.tool_calls import TOOL_DECLINED
 from lmc.computer import Computer
@@ -43,27 +40,8 @@ def _final(text: str) -> str:
 
 
 @pytest.fixture
-def make(tiny_model: Path, tmp_path: Path) -> Iterator[Any]:
-    made: list[Interpreter] = []
-
-    def build(*completions: str, **settings: Any) -> Interpreter:
-        replay = write_replay(tmp_path / f"replay{len(made)}.txt", completions)
-        work = tmp_path / "work"
-        work.mkdir(exist_ok=True)
-        interpreter = Interpreter(
-            model=str(tiny_model),
-            replay=replay,
-            auto_run=settings.pop("auto_run", True),
-            db_path=tmp_path / "c.db",
-            workdir=work,
-            **settings,
-        )
-        made.append(interpreter)
-        return interpreter
-
-    yield build
-    for interpreter in made:
-        interpreter.close()
+def make(replayed: Replayed) -> Replayed:
+    return replayed
 
 
 def _outputs(chunks: list[Chunk]) -> list[str]:

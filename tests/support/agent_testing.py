@@ -56,3 +56,5 @@ class RecordingBackend(Backend):
 
 
 MakeInterpreter = Callable[..., tuple[Interpreter, RecordingBackend]]
+#: ``build(*completions, **settings)`` of the ``replayed`` fixture (tests/agent/conftest.py).
+Replayed = Callable[..., Interpreter]

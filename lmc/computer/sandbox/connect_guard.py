@@ -39,14 +39,13 @@ import select
 import socket
 import stat
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
 from lmc.computer.sandbox import notify
-from lmc.computer.sandbox.seccomp import binding
+from lmc.computer.sandbox.seccomp import binding, compiled
 
 __all__ = ["ConnectGuard", "guard_connects", "guard_problem"]
 
@@ -78,10 +77,7 @@ def _build() -> bytes:
     rules.add_rule(
         lib.ERRNO(errno.EPERM), "seccomp", lib.Arg(0, lib.EQ, 1), lib.Arg(1, lib.MASKED_EQ, 8, 8)
     )
-    with tempfile.TemporaryFile() as out:
-        rules.export_bpf(out)
-        out.seek(0)
-        return out.read()
+    return compiled(rules)
 
 
 def _program() -> bytes | None:

@@ -22,7 +22,7 @@ import tempfile
 import threading
 from typing import Any, Final
 
-__all__ = ["DENIED", "binding", "filter_program", "seccomp_fd", "seccomp_problem"]
+__all__ = ["DENIED", "binding", "compiled", "filter_program", "seccomp_fd", "seccomp_problem"]
 
 #: System calls denied outright.
 DENIED: Final = (
@@ -107,6 +107,11 @@ def _build() -> bytes:
     for request in (TIOCSTI, TIOCLINUX):
         rules.add_rule(deny, "ioctl", lib.Arg(1, lib.MASKED_EQ, 0xFFFFFFFF, request))
     rules.add_rule(lib.ERRNO(errno.ENOSYS), "clone3")
+    return compiled(rules)
+
+
+def compiled(rules: Any) -> bytes:
+    """The BPF program of libseccomp's ``SyscallFilter`` ``rules``, as the kernel loads it."""
     with tempfile.TemporaryFile() as out:
         rules.export_bpf(out)
         out.seek(0)
