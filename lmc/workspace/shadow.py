@@ -44,6 +44,9 @@ from lmc.workspace.restoring import (
 from lmc.workspace.unstorable import unstorable_in
 from lmc.workspace.untrusted import UnsafePathError, read_regular
 
+#: How many times a snapshot's ``git add`` is tried while files vanish under it.
+_ADD_TRIES: Final = 3
+
 __all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_FILE_BYTES", "ShadowRepo", "Snapshot"]
 
 _TIMEOUT: Final = 120.0
@@ -158,6 +161,22 @@ class ShadowRepo:
         env.pop("LANGUAGE", None)
         return env
 
+    def _add(self, specs: bytes) -> None:
+        """``git add -A`` of ``specs``; again (twice at most) when a file vanished or turned
+        into a link while git walked the tree (a process the code left running, a build
+        removing its temporary files): git stops with "unable to stat" then."""
+        for attempt in range(_ADD_TRIES):
+            self._said = []
+            try:
+                self.git(
+                    "add", "-A", "--ignore-errors", "--pathspec-from-file=-",
+                    "--pathspec-file-nul", data=specs, ok=(0, 1), errors=self._said,
+                )  # fmt: skip
+                return
+            except WorkspaceError as exc:
+                if "unable to stat" not in str(exc) or attempt == _ADD_TRIES - 1:
+                    raise
+
     def git(
         self,
         *args: str,
@@ -242,10 +261,7 @@ class ShadowRepo:
                 self.git("update-index", "--force-remove", "-z", "--stdin", data=data)
             # Large files are excluded by pathspec, so git never reads them.
             specs = [b".", *(b":(exclude,literal)" + _encode(p) for p in listing.large)]
-            self.git(
-                "add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
-                data=b"\0".join(specs), ok=(0, 1), errors=self._said,
-            )  # fmt: skip
+            self._add(b"\0".join(specs))
             tree = self.git("write-tree").decode().strip()
             modes = json.dumps(listing.modes, sort_keys=True)
             left = (tuple(listing.large), tuple(self._left_out), tuple(unstorable_in(self._said)))

@@ -172,3 +172,29 @@ def test_a_planted_gitattributes_runs_no_filter_of_the_persons_config(
         monkeypatch.setattr(repo, "_env", with_global)
     repo.snapshot()
     assert marker.exists() is not protected
+
+
+def test_a_file_vanishing_under_the_snapshot_is_tried_again(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process the code left running (a loop swapping a folder for a link, seen in
+    tests/agent/test_undo_frozen.py) can make a file vanish while git walks the tree: git
+    stops with "unable to stat" (its words, from that run) and the whole checkpoint failed.
+    The add is tried again; only a race that lasts through every try is an error."""
+    repo = ShadowRepo(project, tmp_path / "shadow")
+    real_git = ShadowRepo.git
+    failures = {"left": 2}
+
+    def racing(self: ShadowRepo, *args: str, **kwargs: object) -> bytes:
+        if args[0] == "add" and failures["left"] > 0:
+            failures["left"] -= 1
+            raise WorkspaceError("git add failed: fatal: unable to stat 'keys/id_rsa'")
+        return real_git(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ShadowRepo, "git", racing)
+    snap = repo.snapshot()
+    assert failures["left"] == 0 and snap.tree and snap.commit
+    failures["left"] = 3  # a race that outlasts the tries: one clear error
+    (project / "more.txt").write_text("changed\n")
+    with pytest.raises(WorkspaceError, match="unable to stat"):
+        repo.snapshot()
