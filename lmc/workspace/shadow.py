@@ -45,7 +45,7 @@ from lmc.workspace.unstorable import unstorable_in
 from lmc.workspace.untrusted import UnsafePathError, read_regular
 
 #: How many times a snapshot's ``git add`` is tried while files vanish under it.
-_ADD_TRIES: Final = 3
+_ADD_TRIES: Final = 5
 
 __all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_FILE_BYTES", "ShadowRepo", "Snapshot"]
 
@@ -162,7 +162,7 @@ class ShadowRepo:
         return env
 
     def _add(self, specs: bytes) -> None:
-        """``git add -A`` of ``specs``; again (twice at most) when a file vanished or turned
+        """``git add -A`` of ``specs``; again (four times at most) when a file vanished or turned
         into a link while git walked the tree (a process the code left running, a build
         removing its temporary files): git stops with "unable to stat" then."""
         for attempt in range(_ADD_TRIES):
