@@ -310,8 +310,8 @@ class Loop:
             )
         if used + reserve > size:  # the answer's room is kept on every step
             yield from self.notice(
-                f"Stopped: this exchange no longer fits in the model's context ({used} tokens "
-                f"of {size:,}, and {reserve} kept for the answer). Start a new conversation, or "
+                f"Stopped: this exchange no longer fits in the model's context ({used:,} tokens "
+                f"of {size:,}, and {reserve:,} kept for the answer). Start a new conversation, or "
                 "give the model a larger context (--context N, and as large on the server)."
             )
             return None

@@ -116,19 +116,43 @@ def test_a_context_too_small_for_any_prompt_is_one_line(lmc_env: dict[str, str],
     assert "context" in text.splitlines()[-1]
 
 
+#: The request's first prompt is about 1,500 tokens by lmc's estimate (system, developer
+#: and the request; the working directory and OS in it vary by a few dozen). A server counting
+#: five times that refuses it; lmc's estimate, corrected by the server's count, rises to twice
+#: (one observation moves it at most so far). The contexts below put that corrected estimate
+#: well inside (5,000) or well outside (3,000) what fits, whatever the machine.
+REFUSES_TWICE, STOPS_ITSELF = 5000, 3000
+
+
 @pytest.mark.parametrize("kind", ["llama.cpp", "vllm", "lmstudio"])
 def test_a_second_refusal_is_one_line_naming_the_context(
     lmc_env: dict[str, str], kind: str
 ) -> None:
     """A server whose tokenizer counts five times lmc's estimate refuses the shortened prompt
     too: the turn stops with one line naming the context and --context."""
-    with stand_in(kind, Stand(scale=5.0)) as (record, stand):
+    with stand_in(kind, Stand(context=REFUSES_TWICE, scale=5.0)) as (record, stand):
         result = _run(lmc_env, record.root)
     assert stand.refused == 2
     assert result.exit_code != 0
     assert "Traceback" not in result.stdout + result.stderr
     last = result.stderr.strip().splitlines()[-1]
-    assert "does not fit the server's context (4,096 tokens)" in last and "--context" in last
+    assert "does not fit the server's context (5,000 tokens)" in last and "--context" in last
+
+
+@pytest.mark.parametrize("kind", ["llama.cpp", "vllm", "lmstudio"])
+def test_a_shortened_prompt_lmc_knows_is_too_long_is_not_sent(
+    lmc_env: dict[str, str], kind: str
+) -> None:
+    """After the refusal, lmc's corrected estimate says even the shortened prompt does not
+    fit: lmc stops with one line instead of asking a server that would refuse it."""
+    with stand_in(kind, Stand(context=STOPS_ITSELF, scale=5.0)) as (record, stand):
+        result = _run(lmc_env, record.root)
+    assert stand.refused == 1
+    assert result.exit_code != 0
+    assert "Traceback" not in result.stdout + result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "no longer fits in the model's context" in last and "of 3,000" in last
+    assert "--context" in last
 
 
 def test_without_num_ctx_ollama_cuts_the_request_away(
