@@ -319,6 +319,8 @@ class KernelSession(BackgroundStart):
             self._ready.set()
 
     def _launch(self) -> None:
+        if self._network is not None:
+            self._network.begin()  # the namespace is made while the launch is prepared
         connection_file, self._log_path = write_connection(self._runtime_dir, self.spec.name)
         self._connection_file = connection_file
         self._log = self._log_path.open("wb")
@@ -330,7 +332,7 @@ class KernelSession(BackgroundStart):
             sandbox=self.sandbox,
             private_root=self._runtime_dir.parent,
             shared=self._shared,
-            join_network=self._network.join_prefix() if self._network is not None else (),
+            join_network=self._network.join_prefix if self._network is not None else (),
         )
         if self.sandbox is not None:
             self._sandbox_launch = plan

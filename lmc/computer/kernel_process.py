@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
@@ -106,7 +106,7 @@ def launch_plan(
     sandbox: SandboxPolicy | None,
     private_root: Path,
     shared: tuple[Path, ...] = (),
-    join_network: Sequence[str] = (),
+    join_network: Sequence[str] | Callable[[], Sequence[str]] = (),
 ) -> tuple[SandboxLaunch, Path | None]:
     """How to start ``spec``'s kernel: its launch (argv, environment, descriptors) and folder."""
     kernel_env = {**KERNEL_ENV, **editor_env(), **spec.env, **env}

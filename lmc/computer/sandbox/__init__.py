@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -132,12 +132,13 @@ def prepare_launch(
     readable: Sequence[Path] = (),
     cwd: Path | None = None,
     private_root: Path | None = None,
-    join_network: Sequence[str] = (),
+    join_network: Sequence[str] | Callable[[], Sequence[str]] = (),
 ) -> SandboxLaunch:
     """The sandboxed start of ``argv``: command line, filtered environment, seccomp
     descriptor and limits (unchanged argv and environment when the policy is off).
-    ``join_network`` (a :class:`~.shared_net.SharedNetwork`'s prefix) starts it in the
-    session's shared network namespace when the policy has no network."""
+    ``join_network`` (a :class:`~.shared_net.SharedNetwork`'s prefix, or what gives it, asked
+    for last) starts it in the session's shared network namespace when the policy has no
+    network."""
     if not policy.enabled:
         return SandboxLaunch(list(argv), {**env, **(kernel_env or {})})
     from lmc.computer.sandbox.env import sandbox_env
@@ -154,21 +155,32 @@ def prepare_launch(
     from lmc.computer.sandbox.connect_guard import ConnectGuard, guard_connects
     from lmc.computer.sandbox.seccomp import seccomp_fd
 
-    join = list(join_network) if not policy.network else []
     guard = None if policy.network or not guard_connects() else ConnectGuard.create()
     fd = seccomp_fd()
-    command = bwrap_command(
-        tool.path,
-        policy,
-        argv,
-        shared=shared,
-        readable=[*readable, *([] if guard is None else guard.readable())],
-        cwd=cwd,
-        private_root=private_root,
-        seccomp_fd=fd,
-        own_network=not join,
-        launcher=() if guard is None else guard.prefix(),
+
+    bwrap = tool.path
+
+    def sandboxed(own_network: bool) -> list[str]:
+        return bwrap_command(
+            bwrap,
+            policy,
+            argv,
+            shared=shared,
+            readable=[*readable, *([] if guard is None else guard.readable())],
+            cwd=cwd,
+            private_root=private_root,
+            seccomp_fd=fd,
+            own_network=own_network,
+            launcher=() if guard is None else guard.prefix(),
+        )
+
+    command = sandboxed(own_network=False)  # in the shared namespace: the common case
+    # Asked for only now: a holder started ahead made its namespace meanwhile.
+    join = (
+        [] if policy.network else list(join_network() if callable(join_network) else join_network)
     )
+    if not join and not policy.network:  # none to join: a namespace of its own
+        command = sandboxed(own_network=True)
     command = [*join, *command]
     fds = ([] if fd is None else [fd]) + ([] if guard is None else list(guard.fds))
     limits = KernelLimits(find_backend(), policy.limits)

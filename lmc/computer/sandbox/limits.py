@@ -224,6 +224,7 @@ class KernelLimits:
         takes a moment after the kernel itself is gone)."""
         deadline = time.monotonic() + _EMPTY_WAIT
         for group in self.groups:
+            pause = 0.0005  # the last processes are reaped within a few ms: look again soon
             while True:
                 try:
                     group.rmdir()
@@ -233,7 +234,8 @@ class KernelLimits:
                 except OSError:
                     if time.monotonic() > deadline:
                         break
-                    time.sleep(0.02)
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.02)
         self.groups.clear()
 
 

@@ -15,11 +15,13 @@ once per process and handed to bubblewrap (``--seccomp FD``) through a memfd.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from typing import Any, Final
 
 __all__ = ["DENIED", "binding", "compiled", "filter_program", "seccomp_fd", "seccomp_problem"]
@@ -80,11 +82,16 @@ _lock = threading.Lock()
 _built: dict[str, bytes | str] = {}
 
 
+#: The libraries pyseccomp looks up by name, as their sonames on Linux.
+_SONAMES: Final = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
+
 def binding() -> Any:
     """libseccomp's Python binding (``seccomp``, else ``pyseccomp``)."""
     for name in ("seccomp", "pyseccomp"):
         try:
-            return importlib.import_module(name)
+            with _sonames_first():
+                return importlib.import_module(name)
         except (ImportError, OSError):  # pyseccomp raises when libseccomp is missing
             continue
     raise ImportError(
@@ -146,3 +153,30 @@ def seccomp_fd() -> int | None:
     os.write(fd, program)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+@contextlib.contextmanager
+def _sonames_first() -> Iterator[None]:
+    """pyseccomp finds libc and libseccomp with ``ctypes.util.find_library``, which runs
+    ``ldconfig -p`` for each (a few ms on the first kernel's start): their sonames load
+    directly where they are there; anything else is looked up as before."""
+    import ctypes
+    import ctypes.util
+
+    lookup = ctypes.util.find_library
+
+    def find_library(name: str) -> str | None:
+        soname = _SONAMES.get(name)
+        if soname is not None:
+            try:
+                ctypes.CDLL(soname)
+            except OSError:
+                return lookup(name)
+            return soname
+        return lookup(name)
+
+    ctypes.util.find_library = find_library
+    try:
+        yield
+    finally:
+        ctypes.util.find_library = lookup

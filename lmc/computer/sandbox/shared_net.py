@@ -46,7 +46,19 @@ class SharedNetwork:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._inner: int | None = None  # the holder's child: the process in the namespace
+        #: A holder started by :meth:`begin`, not yet waited for: its process and info pipe.
+        self._pending: tuple[subprocess.Popen[bytes], int] | None = None
         self._closed = False
+
+    def begin(self) -> None:
+        """Start the holder if none lives, without waiting for it: a kernel's start-up work
+        (its seccomp programs, its mounts) goes on while bwrap makes the namespace, and
+        :meth:`join_prefix` waits for it then."""
+        if host_which("nsenter") is None:
+            return
+        with self._lock:
+            if not self._closed and self._pending is None and not self._alive():
+                self._spawn()
 
     def join_prefix(self) -> list[str]:
         """The command prefix that starts a program in the shared namespace; empty when
@@ -57,8 +69,9 @@ class SharedNetwork:
         with self._lock:
             if self._closed:
                 return []
-            if not self._alive():
-                self._start()
+            if self._pending is None and not self._alive():
+                self._spawn()
+            self._settle()
             inner = self._inner
         if inner is None:
             return []
@@ -83,6 +96,10 @@ class SharedNetwork:
             self._closed = True
             inner = self._inner
             process, self._process, self._inner = self._process, None, None
+            if self._pending is not None:
+                process, info = self._pending
+                self._pending = None
+                os.close(info)
         if inner is not None:  # die-with-parent would end it too, a moment later
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(inner, signal.SIGKILL)
@@ -100,7 +117,8 @@ class SharedNetwork:
             and Path(f"/proc/{inner}").exists()
         )
 
-    def _start(self) -> None:
+    def _spawn(self) -> None:
+        """Start a holder; :meth:`_settle` waits for its namespace."""
         if self._process is not None:  # a holder that died: a new namespace from now on
             with contextlib.suppress(ProcessLookupError):
                 self._process.kill()
@@ -129,13 +147,23 @@ class SharedNetwork:
             )
 
         try:
-            try:
-                process = launch(start)
-            finally:
-                os.close(info_write)
+            process = launch(start)
+        except OSError:
+            os.close(info_read)
+            return
+        finally:
+            os.close(info_write)
+        self._pending = (process, info_read)
+
+    def _settle(self) -> None:
+        """Wait for the holder :meth:`_spawn` started to make its namespace (none: no holder)."""
+        if self._pending is None:
+            return
+        (process, info_read), self._pending = self._pending, None
+        try:
             inner = _reported_child(info_read, process) or _child_of(process)
         except OSError:
-            return
+            inner = None
         finally:
             os.close(info_read)
         if inner is None:
