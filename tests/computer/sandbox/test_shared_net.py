@@ -111,3 +111,26 @@ def test_the_holder_is_found_from_bwraps_own_report(monkeypatch: pytest.MonkeyPa
         assert Path(f"/proc/{parent}/comm").read_text().strip() == "bwrap"  # bwrap's own child
     finally:
         network.close()
+
+
+def test_without_a_holder_each_kernel_has_a_network_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holder that cannot start (here: bwrap fails at once) leaves the kernel's launch,
+    prepared meanwhile, to make a namespace of its own: the network stays off, the host
+    reaches nothing, and python's server is not the shell's (no shared loopback)."""
+    from lmc.computer.sandbox import shared_net
+
+    def failing(self: shared_net.SharedNetwork) -> None:
+        self._bwrap = "/bin/false"
+        spawn(self)
+
+    spawn = shared_net.SharedNetwork._spawn
+    monkeypatch.setattr(shared_net.SharedNetwork, "_spawn", failing)
+    port = _port()
+    with Computer(workdir=tmp_path, sandbox="workspace", network=False) as computer:
+        assert output_of(collect(computer, "python", SERVER.format(port=port))) == "serving\n"
+        assert output_of(collect(computer, "shell", CURL.format(port=port))) == "000\nfailed\n"
+        network = computer._network
+        assert network is not None and network.holder_pid is None
+        assert not _host_reaches(port)
