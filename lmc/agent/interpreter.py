@@ -272,6 +272,14 @@ class Interpreter(ChatMixin, WorkspaceMixin):
             )
         return self._computer
 
+    def adopt_computer(self, computer: Computer, conversation_id: str) -> None:
+        """Run code on ``computer``, made ahead of this new interpreter from its settings for
+        the conversation it starts next, ``conversation_id`` (whose folder its kernels keep
+        their state in), and close it as its own (``lmc run`` launches the shell meanwhile)."""
+        if self._computer is not None or self._conversation_id is not None:
+            raise LmcError("only a new interpreter can take a computer made ahead of it")
+        self._computer, self._owns_computer, self._next_id = computer, True, conversation_id
+
     def _live_names(self) -> str | None:
         """The kernels' live names with their types, for the model after a compaction."""
         from lmc.computer.state import listing

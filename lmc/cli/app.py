@@ -47,14 +47,31 @@ def _command_line() -> None:
 
 
 def _run(plain: Any) -> int:
-    """``run_command`` of :mod:`lmc.cli.commands` for arguments read without typer."""
+    """``run_command`` of :mod:`lmc.cli.commands` for arguments read without typer; the
+    shell kernel is launched first (:mod:`lmc.cli.head_start`) and shut down on every way
+    out unless the run's interpreter took it."""
+    from lmc.cli.head_start import launch_shell
     from lmc.cli.run_args import probe_sandbox_early
+    from lmc.terminal.signals import Terminated, closing, exit_status, terminate_like_interrupt
 
     probe_sandbox_early(plain.given.get("sandbox"))
-    from lmc.cli.oneshot import run_once
-    from lmc.cli.options import SharedOptions
+    head_start = None
+    with terminate_like_interrupt():  # as run_once's: a SIGTERM meanwhile ends it like Ctrl-C
+        try:
+            head_start = launch_shell(plain)
+            from lmc.cli.oneshot import run_once
+            from lmc.cli.options import SharedOptions
 
-    return run_once(plain.prompt, SharedOptions(**plain.given), audio=plain.audio)
+            status = run_once(
+                plain.prompt, SharedOptions(**plain.given), audio=plain.audio, head_start=head_start
+            )
+        except Terminated:
+            status = 130  # lmc.cli.session.EXIT_INTERRUPTED
+        finally:
+            if head_start is not None:
+                with closing():
+                    head_start.close()
+        return exit_status(status)
 
 
 def __getattr__(name: str) -> Any:

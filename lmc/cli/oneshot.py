@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from lmc.cli.chat import load_with_spinner, make_confirmer
 from lmc.cli.options import SharedOptions
@@ -76,24 +77,29 @@ def _message(prompt: str | None, audio: str | None) -> Message | str | int:
     return text.strip("\n")
 
 
-def run_once(prompt: str | None, options: SharedOptions, audio: str | None = None) -> int:
+def run_once(
+    prompt: str | None, options: SharedOptions, audio: str | None = None, head_start: Any = None
+) -> int:
     """Ask once (with text, or speech from ``audio``); 0 on a final answer, 3 without one
     (4 when the loop guard stopped a model repeating itself),
     1 on an error, 2 on bad usage, 130 on Ctrl-C and 128 + N on signal N (SIGTERM, SIGHUP),
-    after the same orderly close."""
+    after the same orderly close. ``head_start``: the shell kernel launched ahead
+    (:mod:`lmc.cli.head_start`), for the interpreter to take."""
     with terminate_like_interrupt():
         try:
-            status = _run_once(prompt, options, audio)
+            status = _run_once(prompt, options, audio, head_start)
         except Terminated:
             status = EXIT_INTERRUPTED
         return exit_status(status)  # also for a signal that came while lmc was closing
 
 
-def _run_once(prompt: str | None, options: SharedOptions, audio: str | None) -> int:
+def _run_once(
+    prompt: str | None, options: SharedOptions, audio: str | None, head_start: Any
+) -> int:
     message = _message(prompt, audio)
     if isinstance(message, int):
         return message
-    session = open_session(options)
+    session = open_session(options, head_start)
     if isinstance(session, int):
         return session
     settings, output, interpreter = session.settings, session.output, session.interpreter

@@ -211,12 +211,11 @@ def sandbox_limits(settings: Settings) -> Any:
     return changed_limits(settings) or Limits()
 
 
-def sandbox_for(settings: Settings) -> Any:
-    """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
-    to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
+def resolve_sandbox(settings: Settings) -> tuple[Any, str | None]:
+    """The sandbox policy ``settings`` ask for, and the warning to give about it (if any)."""
     from lmc.computer.sandbox import resolve_policy
 
-    policy, warning = resolve_policy(
+    return resolve_policy(
         settings.sandbox,
         network=settings.network,
         workdir=settings.workdir,
@@ -225,6 +224,12 @@ def sandbox_for(settings: Settings) -> Any:
         keep_writable=settings.sandbox_writable,
         limits=sandbox_limits(settings),
     )
+
+
+def sandbox_for(settings: Settings) -> Any:
+    """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
+    to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
+    policy, warning = resolve_sandbox(settings)
     if warning is not None:
         sys.stderr.write(f"lmc: warning: {warning}\n")
         sys.stderr.flush()
@@ -272,8 +277,13 @@ def make_interpreter(
     on ``computer`` when given (``lmc serve`` starts kernels on first code), likewise."""
     from lmc import Interpreter
 
-    policy = sandbox_for(settings)
-    chosen = dataclasses.replace(
+    chosen = interpreter_settings(settings, sandbox_for(settings))
+    return Interpreter(chosen, conversation_id=conversation_id, backend=backend, computer=computer)
+
+
+def interpreter_settings(settings: Settings, policy: Any) -> Settings:
+    """The settings an interpreter gets: the sandbox ``policy`` resolved from ``settings``."""
+    return dataclasses.replace(
         settings,
         # The terminal's Confirmer holds the run-without-asking policy (-y, "a", %auto_run),
         # so the Interpreter always asks it.
@@ -282,7 +292,6 @@ def make_interpreter(
         network=policy.network,
         workdir=str(policy.workdir),
     )
-    return Interpreter(chosen, conversation_id=conversation_id, backend=backend, computer=computer)
 
 
 @dataclass(frozen=True)
@@ -295,17 +304,20 @@ class Session:
     conversation_id: str | None
 
 
-def open_session(options: SharedOptions) -> Session | int:
+def open_session(options: SharedOptions, head_start: Any = None) -> Session | int:
     """Settings, output and interpreter for a command; or, when they cannot be had, the exit
-    status after reporting why in one line (verbose as the settings say, once they are read)."""
+    status after reporting why in one line (verbose as the settings say, once they are read).
+    ``head_start``: a :class:`lmc.cli.head_start.HeadStart` the interpreter may take."""
     verbose = options.verbose
     try:
-        settings = settings_for(options)
+        settings = settings_for(options) if head_start is None else head_start.loaded
         verbose = settings.verbose
         output = make_output(options, settings)
         conversation_id = resolve_resume(options.resume, settings.db_path)
         check_kernel_gateway(settings)
         interpreter = make_interpreter(settings, conversation_id)
+        if head_start is not None:
+            head_start.hand_to(interpreter)
     except SandboxUnavailableError as exc:  # asked for a sandbox this machine cannot give
         report(exc, verbose=verbose)
         return EXIT_USAGE

@@ -35,13 +35,7 @@ from lmc.computer.fault_notes import fault_note
 from lmc.computer.html import run_html
 from lmc.computer.job_input import job_input
 from lmc.computer.jobs import JobTable, hand_back_chunks
-from lmc.computer.kernel import (
-    InterruptIgnored,
-    Kernel,
-    KernelDied,
-    KernelSession,
-    TimedOut,
-)
+from lmc.computer.kernel import InterruptIgnored, Kernel, KernelDied, KernelSession, TimedOut
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
 from lmc.computer.output import OutputEnds
@@ -156,16 +150,18 @@ class Computer:
 
     # -- kernels ----------------------------------------------------------------------------
 
-    def start(self, language: str, *, connect: bool = True) -> None:
-        """Start ``language``'s kernel in the background; unknown or missing ones are ignored.
-
+    def start(self, language: str, *, connect: bool = True, spawned: bool = False) -> None:
+        """Start ``language``'s kernel in the background (unknown or missing ones: ignored).
         With ``connect=False`` a local kernel's process boots but lmc's side of its sockets
-        waits for the next :meth:`start` or run (see :meth:`KernelSession.launch`)."""
+        waits for the next :meth:`start` or run (see :meth:`KernelSession.launch`); with
+        ``spawned``, this returns once that process is spawned (a busy thread delays it)."""
         resolved = resolve_language(language)
         if resolved is None or resolved.kernel is None or self._missing(resolved):
             return
         with contextlib.suppress(ComputerError):  # run() will say what is wrong
-            self._session(resolved, connect=connect)
+            session = self._session(resolved, connect=connect)
+            if spawned and isinstance(session, KernelSession):
+                session.wait_launched()
 
     def prestart(self, languages: Iterable[str], *, connect: bool = True) -> None:
         """Start several kernels in the background (e.g. while the model is generating)."""

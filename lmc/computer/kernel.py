@@ -129,6 +129,7 @@ class KernelSession(BackgroundStart):
         # once code is coming: a prestarted kernel the model never uses costs lmc's own
         # process nothing but its launch.
         self._wanted = threading.Event()
+        self._launched = threading.Event()  # the process was spawned (or could not be)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -149,6 +150,14 @@ class KernelSession(BackgroundStart):
         """Launch the kernel in the background; its sockets wait for :meth:`start` or
         :meth:`wait_ready` (the process boots meanwhile all the same)."""
         super().start()
+
+    def wait_launched(self) -> None:
+        """Wait until :meth:`launch` has spawned the kernel's process (or failed to: then
+        :meth:`wait_ready` says why); its boot goes on meanwhile."""
+        self.launch()
+        while not self._launched.wait(0.5):
+            if self._ready.is_set() or self._thread is None:  # shut down, or closed before
+                return
 
     def wait_ready(self) -> None:
         self._wanted.set()
@@ -303,7 +312,10 @@ class KernelSession(BackgroundStart):
 
     def _boot(self) -> None:
         try:
-            self._launch()
+            try:
+                self._launch()
+            finally:
+                self._launched.set()
             self._wanted.wait()
             if self._closed:
                 raise ComputerError(f"the {self.spec.name} kernel was shut down while starting")

@@ -1,0 +1,98 @@
+"""``lmc run``'s shell kernel, launched as soon as the command line is read.
+
+With a model that answers at once, the first block waits for the shell kernel to boot
+(bubblewrap, then the wrapper kernel). Launched here, once the settings are known and before
+lmc imports the agent, the terminal and the backends, the kernel boots on another core
+meanwhile instead of after them. The computer is made as the interpreter would make it: from
+the same settings and sandbox policy, keeping the shell's state under the id the new
+conversation then gets. The interpreter takes it (:meth:`HeadStart.hand_to`) only when its
+settings are the same; otherwise, or when the run ends before (bad usage, an error, Ctrl-C,
+SIGTERM), :meth:`HeadStart.close` shuts it down, kernel and all (:mod:`lmc.cli.app` calls it
+on every way out).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from lmc.cli.run_args import RunArgs
+from lmc.errors import LmcError
+from lmc.settings import Settings
+
+__all__ = ["HeadStart", "launch_shell"]
+
+#: The kernel launched ahead: the first of :data:`lmc.agent.chatting.PRESTART`, whose module
+#: is not imported this early (tests/cli/test_head_start.py checks the two agree).
+FIRST_KERNEL = "shell"
+
+
+@dataclass(slots=True)
+class HeadStart:
+    """A computer whose shell kernel is booting, for the interpreter ``lmc run`` makes."""
+
+    loaded: Settings  # the settings read for the run (open_session takes them, not reads again)
+    settings: Settings  # the interpreter's settings it was made for
+    computer: Any  # lmc.Computer
+    conversation_id: str  # the new conversation's id, under which the shell keeps its state
+    done: bool = False  # taken by the interpreter, or closed
+
+    def hand_to(self, interpreter: Any) -> None:
+        """Give the computer to ``interpreter`` if it was made from the same settings."""
+        if self.done or interpreter.settings != self.settings:
+            return
+        interpreter.adopt_computer(self.computer, self.conversation_id)
+        self.done = True
+
+    def close(self) -> None:
+        """Shut the computer down unless the interpreter took it."""
+        if not self.done:
+            self.done = True
+            self.computer.close()
+
+
+def _settings(run: RunArgs) -> tuple[Settings, Settings] | None:
+    """The settings read for ``run`` and the interpreter's, or None when no kernel should
+    start ahead:
+    a run that will stop before its model (no prompt, or audio), a kernel gateway, a sandbox
+    warning (said once, later), settings the run will refuse (it says why, later)."""
+    if run.audio is not None or (run.prompt is None and sys.stdin.isatty()):
+        return None
+    if run.prompt is not None and not run.prompt.strip():
+        return None
+    from lmc.cli.options import SharedOptions
+    from lmc.cli.session import interpreter_settings, resolve_sandbox
+    from lmc.config import load_settings
+
+    try:
+        options = SharedOptions(**run.given)
+        settings = load_settings(options.flags(), profile=options.profile)
+        if settings.kernel_gateway:
+            return None
+        policy, warning = resolve_sandbox(settings)
+    except LmcError:
+        return None
+    return None if warning is not None else (settings, interpreter_settings(settings, policy))
+
+
+def launch_shell(run: RunArgs) -> HeadStart | None:
+    """Launch ``run``'s shell kernel now, made as its interpreter will make it; return once
+    the process is spawned. None when ``run`` should start no kernel ahead."""
+    both = _settings(run)
+    if both is None:
+        return None
+    loaded, settings = both
+    from lmc.agent.kept_state import kernel_state_for
+    from lmc.agent.pieces import sandbox_options
+    from lmc.agent.storage import new_conversation_id
+    from lmc.computer import Computer
+
+    conversation_id = new_conversation_id()
+    state = kernel_state_for(settings, conversation_id)
+    try:
+        computer = Computer(**sandbox_options(settings), gateway=None, state=state)
+    except LmcError:
+        return None  # the interpreter's own computer will say what is wrong
+    computer.start(FIRST_KERNEL, connect=False, spawned=True)
+    return HeadStart(loaded, settings, computer, conversation_id)
