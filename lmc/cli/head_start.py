@@ -46,10 +46,14 @@ class HeadStart:
         self.done = True
 
     def close(self) -> None:
-        """Shut the computer down unless the interpreter took it."""
+        """Shut the computer down unless the interpreter took it, and remove the state
+        folder made for a conversation that never began."""
         if not self.done:
             self.done = True
             self.computer.close()
+            from lmc.agent.kept_state import delete_state
+
+            delete_state(self.settings.db_path, self.conversation_id)
 
 
 def _settings(run: RunArgs) -> tuple[Settings, Settings] | None:

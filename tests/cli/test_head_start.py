@@ -77,9 +77,10 @@ def test_the_interpreter_takes_the_launched_shell_and_runs_code_on_it(run_env: P
     assert wait_gone(launched, 60) == set()
 
 
-def test_a_head_start_not_taken_is_shut_down_with_its_processes(run_env: Path) -> None:
+def test_a_head_start_not_taken_is_shut_down_with_its_kernel_and_state(run_env: Path) -> None:
     head = launch_shell(_run(run_env, sandbox="off"))
     assert head is not None
+    assert (Path(os.environ["LMC_DATA_DIR"]) / "kernel-state" / head.conversation_id).is_dir()
     launched = descendants(os.getpid())
     assert launched
     other = open_session(SharedOptions(**_run(run_env, sandbox="off").given))
@@ -94,6 +95,8 @@ def test_a_head_start_not_taken_is_shut_down_with_its_processes(run_env: Path) -
         head.close()
     assert head.done
     assert wait_gone(launched, 60) == set()
+    # The state folder made for a conversation that never began goes too.
+    assert not (Path(os.environ["LMC_DATA_DIR"]) / "kernel-state" / head.conversation_id).exists()
 
 
 @pytest.mark.parametrize(
