@@ -29,8 +29,9 @@ __all__ = ["POLLIN", "RECEIVE_QUEUE", "KernelChannels"]
 #: a socket is read only when its messages so far were taken, so a slow consumer pushes back
 #: on the kernel's side instead.
 RECEIVE_QUEUE: Final = 64
-#: How soon a socket tries again to reach a kernel that has not bound it yet (milliseconds).
-RECONNECT_MS: Final = 10
+#: How soon a socket tries again to reach a kernel that has not bound it yet (milliseconds):
+#: a try is one connect() to a path not there yet, and the first block waits on the kernel.
+RECONNECT_MS: Final = 2
 #: What :meth:`KernelChannels.poll` reports for something ready to read.
 POLLIN: Final = select.POLLIN
 
