@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import sys
 import threading
 import time
@@ -46,7 +45,7 @@ EPOLL_CALLS = {
 
 def supported() -> bool:
     """Whether this system shows what a process is blocked in (Linux, a known machine)."""
-    if not sys.platform.startswith("linux") or platform.machine() not in READ_CALLS:
+    if not sys.platform.startswith("linux") or os.uname().machine not in READ_CALLS:
         return False
     try:
         with open("/proc/self/syscall", "rb") as file:
@@ -182,8 +181,8 @@ class BlockInput:
         return "the block is over"
 
     def _blocked_reader(self, root: int) -> str | None:
-        reads = READ_CALLS.get(platform.machine(), set())
-        waits = EPOLL_CALLS.get(platform.machine(), set())
+        reads = READ_CALLS.get(os.uname().machine, set())
+        waits = EPOLL_CALLS.get(os.uname().machine, set())
         for pid in _tree(root):
             try:
                 with open(f"/proc/{pid}/syscall", "rb") as file:

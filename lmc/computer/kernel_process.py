@@ -136,6 +136,7 @@ def launch_plan(
         cwd=cwd,
         private_root=private_root,
         join_network=join_network,
+        in_place=spec.guard_in_place,
     )
     return plan, cwd
 

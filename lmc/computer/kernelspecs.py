@@ -38,6 +38,9 @@ class KernelSpec:
     #: the code in a session of its own, whose children only their do_shutdown ends
     #: (``"lmc_shutdown_request": true`` in the spec's metadata).
     shutdown_request: bool = False
+    #: A wrapper kernel whose script the connect guard's step runs in its own process
+    #: instead of starting a second Python (``"lmc_guard_in_place": true``).
+    guard_in_place: bool = False
 
     def command(self, connection_file: str) -> list[str]:
         """The argv that starts this kernel on ``connection_file``."""
@@ -113,6 +116,7 @@ def kernel_spec(name: str, python: str | None = None) -> KernelSpec:
             check_python(python)
             argv[0] = python
     env = spec.get("env") or {}
+    metadata = spec.get("metadata") or {}
     return KernelSpec(
         name=name,
         argv=tuple(argv),
@@ -120,5 +124,6 @@ def kernel_spec(name: str, python: str | None = None) -> KernelSpec:
         resource_dir=resource_dir,
         interrupt_mode=str(spec.get("interrupt_mode") or "signal"),
         env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {},
-        shutdown_request=bool((spec.get("metadata") or {}).get("lmc_shutdown_request")),
+        shutdown_request=bool(metadata.get("lmc_shutdown_request")),
+        guard_in_place=bool(metadata.get("lmc_guard_in_place")),
     )

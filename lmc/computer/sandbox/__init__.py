@@ -133,12 +133,14 @@ def prepare_launch(
     cwd: Path | None = None,
     private_root: Path | None = None,
     join_network: Sequence[str] | Callable[[], Sequence[str]] = (),
+    in_place: bool = False,
 ) -> SandboxLaunch:
     """The sandboxed start of ``argv``: command line, filtered environment, seccomp
     descriptor and limits (unchanged argv and environment when the policy is off).
     ``join_network`` (a :class:`~.shared_net.SharedNetwork`'s prefix, or what gives it, asked
     for last) starts it in the session's shared network namespace when the policy has no
-    network."""
+    network; ``in_place``: ``argv`` is a Python script the connect guard's step may run in
+    its own process (lmc's wrapper kernels)."""
     if not policy.enabled:
         return SandboxLaunch(list(argv), {**env, **(kernel_env or {})})
     from lmc.computer.sandbox.env import sandbox_env
@@ -171,7 +173,7 @@ def prepare_launch(
             private_root=private_root,
             seccomp_fd=fd,
             own_network=own_network,
-            launcher=() if guard is None else guard.prefix(),
+            launcher=() if guard is None else guard.prefix(in_place=in_place),
         )
 
     command = sandboxed(own_network=False)  # in the shared namespace: the common case

@@ -134,10 +134,12 @@ class ConnectGuard:
         """What the sandbox must show for the step to run (lmc may live under /tmp)."""
         return [_STEP.parent, Path(sys.executable).parent]
 
-    def prefix(self) -> list[str]:
-        """What runs first in the sandbox, before the kernel's argv."""
+    def prefix(self, *, in_place: bool = False) -> list[str]:
+        """What runs first in the sandbox, before the kernel's argv; ``in_place``: a Python
+        kernel script that runs in the step's own process (see :mod:`.guard_step`)."""
         fds = [str(self._program_fd), str(self._theirs)]
-        return [sys.executable, "-I", "-S", str(_STEP), *fds, "--"]
+        step = [sys.executable, "-I", "-S", str(_STEP)]
+        return [*step, *(["--in-place"] if in_place else []), *fds, "--"]
 
     def _serve(self) -> None:
         try:

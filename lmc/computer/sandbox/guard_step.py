@@ -7,6 +7,12 @@ Run inside bubblewrap as ``python -I -S guard_step.py PROGRAM_FD SOCKET_FD -- AR
 SECCOMP_FILTER_FLAG_NEW_LISTENER)`` returns goes to lmc over ``SOCKET_FD`` (SCM_RIGHTS), and
 every descriptor of the guard is closed before ``exec``: the code never holds the listener
 (a process that held it could answer its own connect). Without the filter nothing runs.
+
+``--in-place`` (lmc's wrapper kernels, whose Python only relays bash or node): when the command
+is ``env --default-signal=INT PYTHON SCRIPT ARGS...`` for this very interpreter, the step runs
+SCRIPT in its own process instead of starting a second Python (~8 ms of the first block):
+SIGINT back to its default as ``env`` would set it, then site-packages, PYTHONPATH and the
+script's folder on ``sys.path`` as a fresh interpreter has them, all under the filter already.
 """
 
 import _socket  # not socket.py: its enum import is a fifth of this step's start-up
@@ -46,9 +52,37 @@ def _install(program: bytes) -> int:
     return int(listener)
 
 
+def _python_script(command: list[str]) -> list[str] | None:
+    """SCRIPT and its arguments when ``command`` runs one with this interpreter, else None."""
+    runs_script = len(command) >= 4 and command[3].endswith(".py")
+    if runs_script and command[:3] == ["env", "--default-signal=INT", sys.executable]:
+        return command[3:]
+    return None
+
+
+def _run_in_place(script: list[str]) -> int:
+    """Run ``script`` (SCRIPT ARGS...) here as ``python SCRIPT ARGS...`` would."""
+    import runpy
+    import signal
+    import site
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    site.main()
+    extra = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    folder = os.path.dirname(os.path.realpath(script[0]))  # noqa: PTH120 - pathlib costs ms here
+    sys.path[:0] = [folder, *extra]
+    sys.argv = list(script)
+    runpy.run_path(script[0], run_name="__main__")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    in_place = argv[:1] == ["--in-place"]
+    argv = argv[1:] if in_place else argv
     if len(argv) < 4 or argv[2] != "--":
-        print("lmc guard_step: usage: PROGRAM_FD SOCKET_FD -- ARGV...", file=sys.stderr)
+        print(
+            "lmc guard_step: usage: [--in-place] PROGRAM_FD SOCKET_FD -- ARGV...", file=sys.stderr
+        )
         return 2
     program_fd, socket_fd, command = int(argv[0]), int(argv[1]), argv[3:]
     try:
@@ -63,6 +97,9 @@ def main(argv: list[str]) -> int:
     except (OSError, KeyError) as exc:
         print(f"lmc: the sandbox's connect guard could not start: {exc}", file=sys.stderr)
         return 126
+    script = _python_script(command) if in_place else None
+    if script is not None:
+        return _run_in_place(script)
     try:
         os.execvp(command[0], command)
     except OSError as exc:
