@@ -14,7 +14,7 @@ the same rule the person's view uses, so what is shown is what runs.
 from __future__ import annotations
 
 import json
-import platform
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -182,10 +182,15 @@ def _object_schema(parameters: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _where() -> str:
-    system = platform.system() or sys.platform
-    release = platform.release()
-    machine = platform.machine()
-    return " ".join(part for part in (system, release, machine) if part)
+    """The system, its release and the machine (os.uname's: importing platform is ~1 ms)."""
+    if not hasattr(os, "uname"):  # Windows
+        import platform
+
+        return " ".join(p for p in (platform.system(), platform.release(), platform.machine()) if p)
+    uname = os.uname()
+    return " ".join(
+        part for part in (uname.sysname or sys.platform, uname.release, uname.machine) if part
+    )
 
 
 def developer_message(

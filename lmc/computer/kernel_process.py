@@ -13,11 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
@@ -79,14 +77,14 @@ def write_connection(runtime_dir: Path, kernel_name: str) -> tuple[Path, Path]:
     for a kernel the model may never use): the same JSON its ``write_connection_file`` writes
     for ipc sockets, readable only by the owner."""
     # Short names: a Unix socket path must fit in about 100 bytes.
-    stem = f"k-{kernel_name[:12]}-{uuid.uuid4().hex[:8]}"
+    stem = f"k-{kernel_name[:12]}-{os.urandom(4).hex()}"
     private = runtime_dir / stem
     private.mkdir(mode=0o700)
     connection_file = private / "kernel.json"
     info: dict[str, object] = {name: n for n, name in enumerate(_CHANNEL_PORTS, start=1)}
     info.update(
         ip=str(private / "s"),
-        key=secrets.token_hex(32),
+        key=os.urandom(32).hex(),
         transport="ipc",
         signature_scheme="hmac-sha256",
         kernel_name=kernel_name,

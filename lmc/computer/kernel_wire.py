@@ -17,7 +17,6 @@ import hashlib
 import hmac
 import json
 import os
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -49,7 +48,7 @@ class Session:
         self.key = key
         digest = scheme.partition("-")[2] or "sha256"
         self._digest = getattr(hashlib, digest)
-        self.session = uuid.uuid4().hex
+        self.session = os.urandom(16).hex()
         self.bsession = self.session.encode("ascii")
         self.username = os.environ.get("USER", "lmc")
 
@@ -63,7 +62,7 @@ class Session:
 
     def msg(self, msg_type: str, content: dict[str, Any]) -> dict[str, Any]:
         header = {
-            "msg_id": uuid.uuid4().hex,
+            "msg_id": os.urandom(16).hex(),
             "msg_type": msg_type,
             "username": self.username,
             "session": self.session,

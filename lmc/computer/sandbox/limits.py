@@ -18,7 +18,6 @@ import contextlib
 import functools
 import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
@@ -178,7 +177,7 @@ class KernelLimits:
         if kind == "rlimit":
             prlimit = host_which("prlimit")
             return [] if prlimit is None else [prlimit, f"--nproc={limits.processes}", "--"]
-        name = f"k-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = f"k-{os.getpid()}-{os.urandom(4).hex()}"
         if kind == "cgroup-v1":
             assert self.backend.pids is not None and self.backend.memory is not None
             pids = self._make(self.backend.pids, name)
