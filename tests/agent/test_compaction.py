@@ -181,7 +181,7 @@ def test_without_compaction_a_step_is_never_sent_without_the_answers_room(
     assert all(estimate(p) + RESERVE <= CONTEXT for p in Server.prompts)
     assert len(Server.prompts) < 12 and not Server.summaries
     assert new[-1]["role"] == "computer"
-    assert "1024 kept for the answer" in text_of(new[-1])
+    assert "1,024 kept for the answer" in text_of(new[-1])
     interpreter.close()
 
 
