@@ -279,8 +279,17 @@ def describe(job: Job) -> str:
     """One line about a job for ``%jobs`` and the jobs tool's list (what the code wrote is
     shown with its control characters as ``?``: it goes to lmc's own terminal)."""
     last = f" | {_printable(job.last_line)}" if job.last_line else ""
-    command = _printable(job.command[:60])
+    command = _printable(_shortened(job.command))
     return f"{job.id}  {job.state:<8} {job.age:6.0f}s  {job.language}: {command}{last}"
+
+
+def _shortened(command: str, width: int = 60) -> str:
+    """``command`` in ``width`` characters: its start and its end (a long interpreter path in
+    front would otherwise leave only the path, not what it runs)."""
+    if len(command) <= width:
+        return command
+    keep = (width - 3) // 2
+    return f"{command[:keep]}...{command[-(width - 3 - keep) :]}"
 
 
 def _printable(text: str) -> str:

@@ -113,3 +113,13 @@ def test_no_hand_back_without_block_timeout(tmp_path: Path) -> None:
         out = output_of(collect(computer, "python", "import time\ntime.sleep(30)", timeout=0.5))
         assert "Timed out after 0.5 s" in out
         assert not computer.jobs.list()
+
+
+def test_a_long_command_is_listed_by_its_start_and_its_end() -> None:
+    """A job started through a long interpreter path is still known by what it runs."""
+    from lmc.computer.jobs import _shortened
+
+    long = "/tmp/" + "p" * 120 + "/.venv/bin/python -m http.server 8123"
+    shown = _shortened(long)
+    assert len(shown) == 60 and shown.startswith("/tmp/ppp") and shown.endswith("http.server 8123")
+    assert _shortened("python3 -m http.server 8123") == "python3 -m http.server 8123"
