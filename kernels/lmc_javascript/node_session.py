@@ -13,16 +13,20 @@ either way the globals stay.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import select
 import subprocess
 import time
 from collections.abc import Iterator
-from typing import Any, NamedTuple
 
 from lmc_wrapper.files import which
 from lmc_wrapper.session import READ_SIZE, ActiveLine, Output, PipeSession
+
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
 
 __all__ = ["ActiveLine", "Failed", "Finished", "NodeSession", "NodeStartError", "Output", "Result"]
 
@@ -34,25 +38,40 @@ class NodeStartError(Exception):
     """node is missing or its driver did not report ready."""
 
 
-class Result(NamedTuple):
-    """The value of the run's last statement, as node's REPL would show it."""
+if TYPE_CHECKING:
 
-    text: str
+    class Result(NamedTuple):
+        """The value of the run's last statement, as node's REPL would show it."""
 
+        text: str
 
-class Failed(NamedTuple):
-    """The run threw (or was interrupted: ename ``KeyboardInterrupt``)."""
-
-    ename: str
-    evalue: str
-    traceback: list[str]
+else:
+    Result = collections.namedtuple("Result", "text")
 
 
-class Finished(NamedTuple):
-    """The run is over; ``exited`` means node itself ended (``process.exit``, a kill)."""
+if TYPE_CHECKING:
 
-    exited: bool = False
-    status: int = 0
+    class Failed(NamedTuple):
+        """The run threw (or was interrupted: ename ``KeyboardInterrupt``)."""
+
+        ename: str
+        evalue: str
+        traceback: list[str]
+
+else:
+    Failed = collections.namedtuple("Failed", "ename evalue traceback")
+
+
+if TYPE_CHECKING:
+
+    class Finished(NamedTuple):
+        """The run is over; ``exited`` means node itself ended (``process.exit``, a kill)."""
+
+        exited: bool = False
+        status: int = 0
+
+else:
+    Finished = collections.namedtuple("Finished", "exited status", defaults=(False, 0))
 
 
 Event = Output | ActiveLine | Result | Failed | Finished

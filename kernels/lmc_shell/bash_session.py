@@ -24,6 +24,7 @@ block runs at the trap's bare cost; the kernel then reports the latest line it s
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import select
@@ -32,11 +33,14 @@ import signal
 import time
 from collections import deque
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from block_input import BlockInput, hint, supported
 from lmc_wrapper.files import private_dir, remove_tree, which
 from lmc_wrapper.session import READ_SIZE, ActiveLine, Output, PipeSession
+
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
 __all__ = ["ActiveLine", "BashSession", "Finished", "Output", "ShellStartError"]
 
@@ -54,12 +58,17 @@ class ShellStartError(Exception):
     """bash is missing or did not reach its first prompt."""
 
 
-class Finished(NamedTuple):
-    """The block is over. ``exited`` means the shell itself ended (``exit``, a kill)."""
+if TYPE_CHECKING:
 
-    status: int
-    interrupted: bool
-    exited: bool
+    class Finished(NamedTuple):
+        """The block is over. ``exited`` means the shell itself ended (``exit``, a kill)."""
+
+        status: int
+        interrupted: bool
+        exited: bool
+
+else:
+    Finished = collections.namedtuple("Finished", "status interrupted exited")
 
 
 Event = Output | ActiveLine | Finished

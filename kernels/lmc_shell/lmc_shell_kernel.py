@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 # kernels/: the shared lmc_wrapper
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
@@ -32,6 +31,10 @@ from lmc_wrapper.base import main
 from lmc_wrapper.kernel import WrapperKernel, exit_description
 from lmc_wrapper.wire import Message
 from shell_state import ShellState
+
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ShellKernel"]
 

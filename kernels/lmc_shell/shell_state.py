@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from typing import Any, Final
+
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = ["ShellState"]
 

@@ -1,4 +1,4 @@
-"""A Jupyter kernel (messaging protocol 5.3) on pyzmq alone, for lmc's wrapper kernels.
+"""A Jupyter kernel (messaging protocol 5.3) on the standard library, for lmc's wrapper kernels.
 
 ipykernel brings IPython, traitlets applications, tornado and asyncio, about 0.3 s of start
 and 35 MB per kernel, for kernels that only relay a child process. This base answers what
@@ -28,16 +28,19 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
 
-import zmq
-
+from lmc_wrapper import zmtp as zmq
 from lmc_wrapper.channels import Channels, Publisher, parent_pid
 from lmc_wrapper.wire import PROTOCOL_VERSION, Message, WireError
 
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import Any
+
+    Handler = Callable[[Message], dict[str, Any]]
+
 __all__ = ["KernelBase", "main"]
 
-Handler = Callable[[Message], dict[str, Any]]
 NO_DATA: dict[str, Any] = {"data": {}, "metadata": {}}
 #: Milliseconds between checks that the kernel manager is still there (JPY_PARENT_PID).
 PARENT_POLL_MS = 1000
@@ -57,7 +60,7 @@ class KernelBase:
         self.stopping = False
         self._aborting = False
         self._parent: dict[str, Any] = {}  # the header of the shell request being handled
-        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        self._context: zmq.Context = zmq.Context()
         self._channels = Channels(self._context, connection_file)
         self.wire = self._channels.wire
         self.kernel_id = os.path.basename(connection_file).removesuffix(".json")
@@ -118,7 +121,7 @@ class KernelBase:
 
     def _publish(
         self,
-        push: zmq.Socket[bytes],
+        push: zmq.Socket,
         msg_type: str,
         content: dict[str, Any],
         parent: dict[str, Any],
@@ -127,11 +130,11 @@ class KernelBase:
         push.send_multipart(self.wire.pack(msg_type, content, parent, idents=[topic]))
 
     def _publish_status(
-        self, state: str, parent: dict[str, Any], push: zmq.Socket[bytes] | None = None
+        self, state: str, parent: dict[str, Any], push: zmq.Socket | None = None
     ) -> None:
         self._publish(push or self._main_push, "status", {"execution_state": state}, parent)
 
-    def _receive(self, socket: zmq.Socket[bytes], dispatch: Callable[[Message], None]) -> None:
+    def _receive(self, socket: zmq.Socket, dispatch: Callable[[Message], None]) -> None:
         self._handle(socket.recv_multipart(), dispatch)
 
     def _handle(self, frames: list[bytes], dispatch: Callable[[Message], None]) -> None:
@@ -148,7 +151,7 @@ class KernelBase:
             print(f"lmc kernel: failed on a {message.msg_type}:", file=sys.stderr)
             traceback.print_exception(exc, file=sys.stderr)
 
-    def _reply(self, socket: zmq.Socket[bytes], request: Message, content: dict[str, Any]) -> None:
+    def _reply(self, socket: zmq.Socket, request: Message, content: dict[str, Any]) -> None:
         reply_type = request.msg_type.removesuffix("_request") + "_reply"
         metadata = {"status": content.get("status", "ok")}
         socket.send_multipart(
@@ -180,7 +183,7 @@ class KernelBase:
         if waiting:
             self._abort(waiting)
 
-    def _execute_request(self, shell: zmq.Socket[bytes], message: Message) -> list[list[bytes]]:
+    def _execute_request(self, shell: zmq.Socket, message: Message) -> list[list[bytes]]:
         """Run the request; after an error with ``stop_on_error``, the requests that were
         already waiting when it ended (taken before the reply, which lets the client send more)."""
         if self._aborting:
@@ -266,7 +269,7 @@ class KernelBase:
 
     # -- requests either channel answers --------------------------------------------------
 
-    def _answer(self, socket: zmq.Socket[bytes], message: Message) -> None:
+    def _answer(self, socket: zmq.Socket, message: Message) -> None:
         msg_type = message.msg_type
         handler = self._handlers.get(msg_type)
         if handler is not None:
@@ -278,9 +281,7 @@ class KernelBase:
         else:  # comm_msg, comm_close, input_reply...: nothing to answer
             print(f"lmc kernel: ignored a {msg_type or 'typeless'} message", file=sys.stderr)
 
-    def _shutdown_request(
-        self, socket: zmq.Socket[bytes], message: Message, push: zmq.Socket[bytes]
-    ) -> None:
+    def _shutdown_request(self, socket: zmq.Socket, message: Message, push: zmq.Socket) -> None:
         content = {"status": "ok", "restart": bool(message.content.get("restart", False))}
         self._reply(socket, message, content)
         self._publish(push, "shutdown_reply", content, message.header)

@@ -16,11 +16,13 @@ import json
 import os
 import sys
 import threading
-from typing import Any
 
-import zmq
-
+from lmc_wrapper import zmtp as zmq
 from lmc_wrapper.wire import WireSession
+
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Channels", "Publisher", "bind_address"]
 
@@ -45,7 +47,7 @@ def bind_address(transport: str, ip: str, port: int) -> str:
     return f"tcp://{ip}:{port}" if transport == "tcp" else f"ipc://{ip}-{port}"
 
 
-def _bind(socket: zmq.Socket[bytes], transport: str, ip: str, port: int) -> int:
+def _bind(socket: zmq.Socket, transport: str, ip: str, port: int) -> int:
     """Bind ``socket``; a port of 0 picks a free one, which is returned."""
     if port:
         socket.bind(bind_address(transport, ip, port))
@@ -62,13 +64,13 @@ def _bind(socket: zmq.Socket[bytes], transport: str, ip: str, port: int) -> int:
 class Channels:
     """The bound sockets; writes the chosen ports back when the file asked for any (port 0)."""
 
-    def __init__(self, context: zmq.Context[zmq.Socket[bytes]], connection_file: str) -> None:
+    def __init__(self, context: zmq.Context, connection_file: str) -> None:
         with open(connection_file, encoding="utf-8") as file:
             info: dict[str, Any] = json.load(file)
         self.info = info
         transport = str(info.get("transport", "tcp"))
         ip = str(info.get("ip", "127.0.0.1"))
-        self.sockets: dict[str, zmq.Socket[bytes]] = {}
+        self.sockets: dict[str, zmq.Socket] = {}
         chose_ports = False
         for name, kind in SOCKET_TYPES.items():
             socket = context.socket(kind)
@@ -100,9 +102,7 @@ class Channels:
 class Publisher:
     """The IOPub thread plus one PUSH socket per publishing thread (see the module doc)."""
 
-    def __init__(
-        self, context: zmq.Context[zmq.Socket[bytes]], xpub: zmq.Socket[bytes], wire: WireSession
-    ) -> None:
+    def __init__(self, context: zmq.Context, xpub: zmq.Socket, wire: WireSession) -> None:
         self._xpub = xpub
         self._wire = wire
         self._address = f"inproc://lmc-iopub-{id(self)}"
@@ -113,7 +113,7 @@ class Publisher:
         self._thread = threading.Thread(target=self._forward, name="iopub", daemon=True)
         self.welcomed = 0
 
-    def pusher(self) -> zmq.Socket[bytes]:
+    def pusher(self) -> zmq.Socket:
         """A PUSH socket for one thread (each publishing thread needs its own)."""
         push = self._context.socket(zmq.PUSH)
         push.sndhwm = QUEUE_LIMIT
@@ -124,7 +124,7 @@ class Publisher:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, push: zmq.Socket[bytes]) -> None:
+    def stop(self, push: zmq.Socket) -> None:
         """Forward what was queued, then end the thread; ``push`` is the caller's socket."""
         push.sndtimeo = STOP_TIMEOUT_MS
         with contextlib.suppress(zmq.Again):

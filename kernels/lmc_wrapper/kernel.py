@@ -4,7 +4,7 @@ Every message goes on IOPub with the execute request as parent: ``stream`` for
 :class:`Output` (not when ``silent``), ``lmc_active_line`` for :class:`ActiveLine` and
 ``{"line": null}`` once the run is over, ``error`` plus an error ``execute_reply`` for a
 failure. SIGINT (``interrupt_mode: signal``) is forwarded to the session while code runs.
-The protocol itself is :mod:`lmc_wrapper.base` (pyzmq only, no ipykernel).
+The protocol itself is :mod:`lmc_wrapper.base` (the standard library only, no ipykernel).
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterator
-from typing import Any
 
 from lmc_wrapper.base import KernelBase
 from lmc_wrapper.session import ActiveLine, Output, PipeSession
+
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["WrapperKernel", "exit_description", "forwarding_sigint"]
 

@@ -10,6 +10,7 @@ passed to ``signal.set_wakeup_fd()``, which does.
 from __future__ import annotations
 
 import codecs
+import collections
 import contextlib
 import os
 import signal
@@ -18,9 +19,12 @@ import sys
 import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
-from typing import IO, NamedTuple
 
 from lmc_wrapper.files import which
+
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import IO, NamedTuple
 
 __all__ = [
     "MAX_OUTPUT_EVENT",
@@ -51,17 +55,27 @@ ESCALATE_TERM = 1.0
 ESCALATE_KILL = 2.0
 
 
-class Output(NamedTuple):
-    """Text the code wrote; ``name`` is ``"stdout"`` or ``"stderr"``."""
+if TYPE_CHECKING:
 
-    name: str
-    text: str
+    class Output(NamedTuple):
+        """Text the code wrote; ``name`` is ``"stdout"`` or ``"stderr"``."""
+
+        name: str
+        text: str
+
+else:
+    Output = collections.namedtuple("Output", "name text")
 
 
-class ActiveLine(NamedTuple):
-    """Line ``line`` (1-based) of the code is about to run."""
+if TYPE_CHECKING:
 
-    line: int
+    class ActiveLine(NamedTuple):
+        """Line ``line`` (1-based) of the code is about to run."""
+
+        line: int
+
+else:
+    ActiveLine = collections.namedtuple("ActiveLine", "line")
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ parts), most of a lean kernel's start; tests check this codec against ``Session`
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
 import json
@@ -18,7 +19,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # typing is ~5 ms of a kernel's start; annotations need it only
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
 
 __all__ = ["DELIMITER", "PROTOCOL_VERSION", "Message", "WireError", "WireSession"]
 
@@ -32,19 +36,32 @@ class WireError(Exception):
     """A message that cannot be read: no delimiter, a bad signature, a replay, bad JSON."""
 
 
-class Message(NamedTuple):
-    """One received message: who sent it (ROUTER identities) and its four parts."""
+if TYPE_CHECKING:
 
-    idents: list[bytes]
-    header: dict[str, Any]
-    parent_header: dict[str, Any]
-    metadata: dict[str, Any]
-    content: dict[str, Any]
-    buffers: list[bytes]
+    class Message(NamedTuple):
+        """One received message: who sent it (ROUTER identities) and its four parts."""
 
-    @property
-    def msg_type(self) -> str:
-        return str(self.header.get("msg_type", ""))
+        idents: list[bytes]
+        header: dict[str, Any]
+        parent_header: dict[str, Any]
+        metadata: dict[str, Any]
+        content: dict[str, Any]
+        buffers: list[bytes]
+
+        @property
+        def msg_type(self) -> str:
+            return str(self.header.get("msg_type", ""))
+
+else:
+
+    class Message(
+        collections.namedtuple("Message", "idents header parent_header metadata content buffers")
+    ):
+        __slots__ = ()
+
+        @property
+        def msg_type(self) -> str:
+            return str(self.header.get("msg_type", ""))
 
 
 def _dumps(value: object) -> bytes:

@@ -96,7 +96,8 @@ def test_the_header_date_is_an_iso_time_in_utc() -> None:
 def test_the_shell_kernel_loads_no_module_it_can_do_without() -> None:
     """What the shell kernel imports to start (its start is on the way of the first block,
     and every module is private memory of its process): no OpenSSL, no shutil (bz2, lzma),
-    no tempfile, pathlib, dataclasses (inspect, ast), datetime or traceback."""
+    no tempfile, pathlib, dataclasses (inspect, ast), datetime or traceback; no pyzmq (its
+    sockets are spoken by lmc_wrapper.zmtp) and no typing (annotations only)."""
     import subprocess
 
     script = (
@@ -111,5 +112,5 @@ def test_the_shell_kernel_loads_no_module_it_can_do_without() -> None:
     loaded = set(done.stdout.split())
     assert "lmc_wrapper.base" in loaded
     avoidable = {"_hashlib", "hmac", "shutil", "bz2", "lzma", "tempfile", "pathlib"}
-    avoidable |= {"dataclasses", "inspect", "ast", "datetime", "traceback"}
+    avoidable |= {"dataclasses", "inspect", "ast", "datetime", "traceback", "zmq", "typing"}
     assert not loaded & avoidable
