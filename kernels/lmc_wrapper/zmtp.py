@@ -129,7 +129,8 @@ class _Queue:
             self.items.append(message)
             if not self._signalled:
                 self._signalled = True
-                os.write(self._write, b"!")
+                with _suppressed(OSError):  # closed with its socket: nobody polls it now
+                    os.write(self._write, b"!")
             return True
 
     def take(self) -> list[bytes] | None:
@@ -139,7 +140,7 @@ class _Queue:
             message = self.items.popleft()
             if not self.items and self._signalled:
                 self._signalled = False
-                with _suppressed(BlockingIOError):
+                with _suppressed(OSError):
                     os.read(self._read, 64)
             self.lock.notify_all()
             return message
@@ -363,6 +364,8 @@ class Socket:
                 peer.connection.close()
         self._peers.clear()
         self._subscribers.clear()
+        if self.kind != PULL:  # a PULL's queue is its inproc address's, for the context's life
+            self.queue.close()
 
 
 class Poller:
