@@ -189,3 +189,33 @@ def test_a_poller_wakes_for_whichever_socket_has_a_message(context: zmtp.Context
     ready = dict(poller.poll(TIMEOUT_MS))
     assert list(ready) == [busy] and busy.recv() == b"wake"
     assert poller.poll(10) == []
+
+
+def _raw_subscriber(path: str, subscribe: bytes) -> socket.socket:
+    """A peer speaking ZMTP 3.1 by hand: greeting, READY as SUB, then ``subscribe``."""
+    peer = socket.socket(socket.AF_UNIX)
+    peer.settimeout(5)
+    peer.connect(path)
+    greeting = b"\xff" + b"\x00" * 8 + b"\x7f" + bytes([3, 1]) + b"NULL".ljust(20, b"\x00")
+    ready = b"\x05READY\x0bSocket-Type" + (3).to_bytes(4, "big") + b"SUB"
+    peer.sendall(greeting + b"\x00" * 32 + bytes([0x04, len(ready)]) + ready + subscribe)
+    return peer
+
+
+def test_a_31_subscribe_command_and_an_unsubscription_are_heard(
+    context: zmtp.Context, tmp_path: Path
+) -> None:
+    xpub = context.socket(zmtp.XPUB)
+    path = f"{tmp_path}/iopub-2"
+    xpub.bind(f"ipc://{path}")
+    command = b"\x09SUBSCRIBEkernel."
+    with _raw_subscriber(path, bytes([0x04, len(command)]) + command) as peer:
+        assert _received(xpub) == [b"\x01kernel."]
+        xpub.send_multipart([b"kernel.status", b"busy"])
+        xpub.send_multipart([b"other", b"not for it"])
+        said = b""
+        while b"busy" not in said:
+            said += peer.recv(4096)
+        assert b"not for it" not in said
+        peer.sendall(bytes([0x00, 8]) + b"\x00kernel.")  # unsubscribe, as a 3.0 message
+        assert _received(xpub) == [b"\x00kernel."]
