@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,8 @@ def _run_once(
             offer_reruns(interpreter, confirmer, output.renderer)
         interpreter.prestart()  # the kernels boot in their own processes meanwhile
         load_with_spinner(interpreter, output, settings)
+        gc.freeze()  # what the start made stays: collections from now on skip it
+        gc.enable()  # off while lmc started (lmc.cli.app.main)
         turn = run_turn(interpreter, message, output, confirmer)
     except LmcError as exc:
         output.renderer.close()
