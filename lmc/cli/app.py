@@ -73,7 +73,9 @@ def _run(plain: Any) -> int:
                 plain.prompt, SharedOptions(**plain.given), audio=plain.audio, head_start=head_start
             )
         except Terminated:
-            status = 130  # lmc.cli.session.EXIT_INTERRUPTED
+            from lmc.cli.session import EXIT_INTERRUPTED
+
+            status = EXIT_INTERRUPTED
         finally:
             if head_start is not None:
                 with closing():

@@ -344,7 +344,7 @@ class KernelSession(BackgroundStart):
             sandbox=self.sandbox,
             private_root=self._runtime_dir.parent,
             shared=self._shared,
-            join_network=self._network.join_prefix if self._network is not None else (),
+            join_network=None if self._network is None else self._network.join_prefix,
         )
         if self.sandbox is not None:
             self._sandbox_launch = plan

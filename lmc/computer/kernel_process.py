@@ -104,7 +104,7 @@ def launch_plan(
     sandbox: SandboxPolicy | None,
     private_root: Path,
     shared: tuple[Path, ...] = (),
-    join_network: Sequence[str] | Callable[[], Sequence[str]] = (),
+    join_network: Callable[[], Sequence[str]] | None = None,
 ) -> tuple[SandboxLaunch, Path | None]:
     """How to start ``spec``'s kernel: its launch (argv, environment, descriptors) and folder."""
     kernel_env = {**KERNEL_ENV, **editor_env(), **spec.env, **env}

@@ -124,18 +124,24 @@ def test_a_context_too_small_for_any_prompt_is_one_line(lmc_env: dict[str, str],
 REFUSES_TWICE, STOPS_ITSELF = 5000, 3000
 
 
+def _stopped(lmc_env: dict[str, str], kind: str, context: int) -> tuple[int, str]:
+    """A run against a server of ``context`` tokens counting five times lmc's estimate, which
+    must stop in one line: the server's refusals, and that line."""
+    with stand_in(kind, Stand(context=context, scale=5.0)) as (record, stand):
+        result = _run(lmc_env, record.root)
+    assert result.exit_code != 0
+    assert "Traceback" not in result.stdout + result.stderr
+    return stand.refused, result.stderr.strip().splitlines()[-1]
+
+
 @pytest.mark.parametrize("kind", ["llama.cpp", "vllm", "lmstudio"])
 def test_a_second_refusal_is_one_line_naming_the_context(
     lmc_env: dict[str, str], kind: str
 ) -> None:
     """A server whose tokenizer counts five times lmc's estimate refuses the shortened prompt
     too: the turn stops with one line naming the context and --context."""
-    with stand_in(kind, Stand(context=REFUSES_TWICE, scale=5.0)) as (record, stand):
-        result = _run(lmc_env, record.root)
-    assert stand.refused == 2
-    assert result.exit_code != 0
-    assert "Traceback" not in result.stdout + result.stderr
-    last = result.stderr.strip().splitlines()[-1]
+    refused, last = _stopped(lmc_env, kind, REFUSES_TWICE)
+    assert refused == 2
     assert "does not fit the server's context (5,000 tokens)" in last and "--context" in last
 
 
@@ -145,12 +151,8 @@ def test_a_shortened_prompt_lmc_knows_is_too_long_is_not_sent(
 ) -> None:
     """After the refusal, lmc's corrected estimate says even the shortened prompt does not
     fit: lmc stops with one line instead of asking a server that would refuse it."""
-    with stand_in(kind, Stand(context=STOPS_ITSELF, scale=5.0)) as (record, stand):
-        result = _run(lmc_env, record.root)
-    assert stand.refused == 1
-    assert result.exit_code != 0
-    assert "Traceback" not in result.stdout + result.stderr
-    last = result.stderr.strip().splitlines()[-1]
+    refused, last = _stopped(lmc_env, kind, STOPS_ITSELF)
+    assert refused == 1
     assert "no longer fits in the model's context" in last and "of 3,000" in last
     assert "--context" in last
 

@@ -132,15 +132,15 @@ def prepare_launch(
     readable: Sequence[Path] = (),
     cwd: Path | None = None,
     private_root: Path | None = None,
-    join_network: Sequence[str] | Callable[[], Sequence[str]] = (),
+    join_network: Callable[[], Sequence[str]] | None = None,
     in_place: bool = False,
 ) -> SandboxLaunch:
     """The sandboxed start of ``argv``: command line, filtered environment, seccomp
     descriptor and limits (unchanged argv and environment when the policy is off).
-    ``join_network`` (a :class:`~.shared_net.SharedNetwork`'s prefix, or what gives it, asked
-    for last) starts it in the session's shared network namespace when the policy has no
-    network; ``in_place``: ``argv`` is a Python script the connect guard's step may run in
-    its own process (lmc's wrapper kernels)."""
+    ``join_network`` (what gives a :class:`~.shared_net.SharedNetwork`'s prefix, asked for
+    last) starts it in the session's shared network namespace when the policy has no network;
+    ``in_place``: ``argv`` is a Python script the connect guard's step may run in its own
+    process (lmc's wrapper kernels)."""
     if not policy.enabled:
         return SandboxLaunch(list(argv), {**env, **(kernel_env or {})})
     from lmc.computer.sandbox.env import sandbox_env
@@ -176,12 +176,11 @@ def prepare_launch(
             launcher=() if guard is None else guard.prefix(in_place=in_place),
         )
 
-    command = sandboxed(own_network=False)  # in the shared namespace: the common case
+    joining = join_network is not None and not policy.network
+    command = sandboxed(own_network=not joining)
     # Asked for only now: a holder started ahead made its namespace meanwhile.
-    join = (
-        [] if policy.network else list(join_network() if callable(join_network) else join_network)
-    )
-    if not join and not policy.network:  # none to join: a namespace of its own
+    join = list(join_network()) if join_network is not None and joining else []
+    if joining and not join:  # the holder could not start: a namespace of its own
         command = sandboxed(own_network=True)
     command = [*join, *command]
     fds = ([] if fd is None else [fd]) + ([] if guard is None else list(guard.fds))
