@@ -27,6 +27,7 @@ socket types, reconnecting) a kernel's side never needs.
 from __future__ import annotations
 
 import _socket
+import contextlib
 import os
 import select
 import struct
@@ -129,7 +130,7 @@ class _Queue:
             self.items.append(message)
             if not self._signalled:
                 self._signalled = True
-                with _suppressed(OSError):  # closed with its socket: nobody polls it now
+                with contextlib.suppress(OSError):  # closed with its socket: nobody polls it now
                     os.write(self._write, b"!")
             return True
 
@@ -140,7 +141,7 @@ class _Queue:
             message = self.items.popleft()
             if not self.items and self._signalled:
                 self._signalled = False
-                with _suppressed(OSError):
+                with contextlib.suppress(OSError):
                     os.read(self._read, 64)
             self.lock.notify_all()
             return message
@@ -150,19 +151,8 @@ class _Queue:
 
     def close(self) -> None:
         for fd in (self._read, self._write):
-            with _suppressed(OSError):
+            with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-class _suppressed:  # contextlib.suppress without contextlib's import on this path
-    def __init__(self, *kinds: type[BaseException]) -> None:
-        self.kinds = kinds
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, self.kinds)
 
 
 def _wait(sockets: list[Socket], timeout_ms: float | None) -> list[Socket]:
@@ -248,7 +238,7 @@ class Socket:
     def _listen(self, transport: str, where: str) -> int:
         if transport == "ipc":
             listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-            with _suppressed(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(where)  # a stale socket file, as libzmq does
             listener.bind(where)
             port, name = 0, where
@@ -356,11 +346,11 @@ class Socket:
             self.context.io.forget(listener)
             listener.close()
             if path:
-                with _suppressed(OSError):
+                with contextlib.suppress(OSError):
                     os.unlink(path)
         for peer in [*self._peers.values(), *self._subscribers]:
             self.context.io.forget(peer.connection)
-            with _suppressed(OSError):
+            with contextlib.suppress(OSError):
                 peer.connection.close()
         self._peers.clear()
         self._subscribers.clear()
@@ -412,11 +402,11 @@ class _IO:
         self._wake()
         self._thread.join(5)
         for fd in (self._wake_read, self._wake_write):
-            with _suppressed(OSError):
+            with contextlib.suppress(OSError):
                 os.close(fd)
 
     def _wake(self) -> None:
-        with _suppressed(OSError):
+        with contextlib.suppress(OSError):
             os.write(self._wake_write, b"!")
 
     def _watch(self, fd: int, handler: Callable[[], None]) -> None:
@@ -429,7 +419,7 @@ class _IO:
         with self._lock:
             changes, self._changes = self._changes, []
         for fd, watch in changes:
-            with _suppressed(KeyError, ValueError, OSError):
+            with contextlib.suppress(KeyError, ValueError, OSError):
                 if watch:
                     self._poller.register(fd, select.POLLIN)
                 else:
@@ -440,7 +430,7 @@ class _IO:
             self._apply_changes()
             for fd, _events in self._poller.poll():
                 if fd == self._wake_read:
-                    with _suppressed(OSError):
+                    with contextlib.suppress(OSError):
                         os.read(self._wake_read, 4096)
                     continue
                 with self._lock:
