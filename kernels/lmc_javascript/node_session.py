@@ -7,8 +7,9 @@ runs and waits for an acknowledgement, which the kernel sends after draining std
 stderr, so output and active lines come out in the order they happened.
 
 An interrupt is SIGINT to node's process group: synchronous code stops through
-``vm`` ``breakOnSigint``, a pending ``await`` is abandoned by the driver's SIGINT handler;
-either way the globals stay.
+``vm`` ``breakOnSigint``, a pending ``await`` is abandoned when the driver sees the SIGINT
+that node's watchdog kept (the driver holds the watchdog for node's whole life, so SIGINT
+never meets node's exit handler); either way the globals stay.
 """
 
 from __future__ import annotations
