@@ -15,6 +15,10 @@ from support.agent_testing import MakeInterpreter
 from lmc.messages import Chunk, text_of
 
 LONG = "word " * 4000
+#: Enough for all of LONG besides the rest: a cancel that lands late (a loaded machine) leaves
+#: a long partial message, and in 8,192 tokens the next turn then compacts first, which asks
+#: the replayed model for a summary and uses up the next turn's completion.
+ROOM = 32768
 FINAL = "<|channel|>final<|message|>{}<|return|>"
 
 
@@ -71,7 +75,7 @@ def test_ctrl_c_while_the_model_writes_keeps_the_partial_message(
     make_interpreter: MakeInterpreter,
 ) -> None:
     interpreter, backend = make_interpreter(
-        [FINAL.format(LONG), FINAL.format("Still here.")], auto_run=True
+        [FINAL.format(LONG), FINAL.format("Still here.")], auto_run=True, context_size=ROOM
     )
     writing = threading.Event()
     stream = interpreter.chat("talk a lot", stream=True, display=False)
@@ -97,7 +101,9 @@ def test_ctrl_c_while_the_model_writes_keeps_the_partial_message(
 def test_a_consumer_that_stops_mid_message_keeps_the_partial_message(
     make_interpreter: MakeInterpreter,
 ) -> None:
-    interpreter, _ = make_interpreter([FINAL.format(LONG), FINAL.format("Ok.")], auto_run=True)
+    interpreter, _ = make_interpreter(
+        [FINAL.format(LONG), FINAL.format("Ok.")], auto_run=True, context_size=ROOM
+    )
     seen = 0
     for chunk in interpreter.chat("talk", stream=True, display=False):
         seen += is_message(chunk)
@@ -147,6 +153,7 @@ def test_cancel_from_another_thread_ends_the_turn_quietly(
             FINAL.format("Done."),
         ],
         auto_run=True,
+        context_size=ROOM,
     )
     running = threading.Event()
     thread = when(running, interpreter.cancel)
