@@ -257,9 +257,15 @@ function holdSigintWatchdog() {
   } catch {
     // Without --expose-internals.
   }
-  if (contextify && typeof contextify.startSigintWatchdog === 'function'
-      && keepSigintFromLibuv()
+  // node starts libuv's handler for a signal when a listener for it is added (its own
+  // 'newListener' hook): that hook is wrapped to leave SIGINT out, once the watchdog is held.
+  const hook = process.rawListeners('newListener').find((f) => f.name === 'startListeningIfSignal');
+  if (contextify && typeof contextify.startSigintWatchdog === 'function' && hook !== undefined
       && contextify.startSigintWatchdog() && contextify.startSigintWatchdog()) {
+    process.removeListener('newListener', hook);
+    process.on('newListener', function startListeningUnlessSigint(type) {
+      if (type !== 'SIGINT') hook.call(this, type);
+    });
     // Held twice: taking the pending flag stops once and starts again, never down to none.
     return { take: () => { const pending = contextify.stopSigintWatchdog(); contextify.startSigintWatchdog(); return pending; } };
   }
@@ -267,18 +273,6 @@ function holdSigintWatchdog() {
     if (interruptCurrent !== null) interruptCurrent();
   });
   return { take: () => false };
-}
-
-// node starts libuv's handler for a signal when a listener for it is added (its own
-// 'newListener' hook): the hook is wrapped to leave SIGINT out.
-function keepSigintFromLibuv() {
-  const hook = process.rawListeners('newListener').find((f) => f.name === 'startListeningIfSignal');
-  if (hook === undefined) return false;
-  process.removeListener('newListener', hook);
-  process.on('newListener', function startListeningUnlessSigint(type) {
-    if (type !== 'SIGINT') hook.call(this, type);
-  });
-  return true;
 }
 
 function onSigint() {

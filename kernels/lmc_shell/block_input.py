@@ -181,8 +181,9 @@ class BlockInput:
         return "the block is over"
 
     def _blocked_reader(self, root: int) -> str | None:
-        reads = READ_CALLS.get(os.uname().machine, set())
-        waits = EPOLL_CALLS.get(os.uname().machine, set())
+        machine = os.uname().machine
+        reads = READ_CALLS.get(machine, set())
+        waits = EPOLL_CALLS.get(machine, set())
         for pid in _tree(root):
             try:
                 with open(f"/proc/{pid}/syscall", "rb") as file:
