@@ -11,11 +11,10 @@ person is still typing. ``lmc history delete`` removes the folder with the conve
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
-from lmc.agent.storage import default_db_path
+from lmc.agent.store_names import default_db_path
 from lmc.computer.state import KernelState, remove_state
 from lmc.paths import data_dir
 from lmc.settings import Settings
@@ -32,6 +31,8 @@ def state_folder(db_path: str | Path | None, conversation_id: str) -> Path | Non
     db = Path(db_path).expanduser().resolve() if db_path is not None else default
     if db == default:
         return root / conversation_id
+    import hashlib  # only for a database of its own: ~2 ms of ``lmc run``'s start otherwise
+
     key = hashlib.sha256(str(db).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return root / f"db-{key}" / conversation_id
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from lmc.agent.computer_options import sandbox_limits, sandbox_options
 from lmc.backends.base import BackendConfig
 from lmc.settings import Settings
 
@@ -41,21 +42,6 @@ def backend_config(s: Settings, api_key: str | None) -> BackendConfig:
         api_key=api_key,  # never stored: not a setting
         api_key_env=s.api_key_env,
     )
-
-
-def sandbox_options(s: Settings) -> dict[str, Any]:
-    """The keywords :class:`lmc.Computer` is made with."""
-    return {
-        "sandbox": s.sandbox,
-        "network": s.network,
-        "workdir": s.workdir,
-        "hide": s.sandbox_hide,
-        "sandbox_env": s.sandbox_env,
-        "sandbox_writable": s.sandbox_writable,
-        "sandbox_limits": sandbox_limits(s),
-        "python": s.python,  # the person's own interpreter for the python kernel
-        "block_timeout": s.block_timeout,  # a longer block goes on as a job (0: never)
-    }
 
 
 def mcp_tools(s: Settings) -> McpTools | None:
@@ -119,13 +105,3 @@ def tool_set(*found: ExternalTools | None) -> ExternalTools | None:
     from lmc.agent.toolset import ToolSet
 
     return ToolSet(providers)
-
-
-def sandbox_limits(s: Settings) -> Any:
-    """The sandbox's limits when the config changes any (None: the sandbox's defaults)."""
-    sizes = (s.sandbox_processes, s.sandbox_memory, s.sandbox_tmp_size, s.sandbox_shm_size)
-    if all(value is None for value in sizes):
-        return None
-    from lmc.computer.sandbox import Limits
-
-    return Limits.chosen(*sizes)

@@ -9,7 +9,6 @@ and nowhere else.
 from __future__ import annotations
 
 import json
-import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -20,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from lmc.agent.migrations import migrate
+from lmc.agent.store_names import default_db_path, new_conversation_id
 from lmc.errors import StorageError
 from lmc.messages import Message, validate_message
-from lmc.paths import data_dir, private_dir, private_file
+from lmc.paths import private_dir, private_file
 
 __all__ = [
     "CheckpointRecord",
@@ -35,16 +35,6 @@ __all__ = [
 ]
 
 _TITLE_LENGTH = 80
-
-
-def default_db_path() -> Path:
-    """``conversations.db`` in lmc's data directory (``LMC_DATA_DIR`` or the user data dir)."""
-    return data_dir() / "conversations.db"
-
-
-def new_conversation_id() -> str:
-    """A fresh conversation id (12 hex digits)."""
-    return secrets.token_hex(6)
 
 
 def _now() -> str:

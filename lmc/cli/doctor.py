@@ -258,11 +258,11 @@ def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
 
 def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """(name, good, detail) for the sandbox: mode, tool, network, what is hidden."""
-    from lmc.cli.session import sandbox_limits
+    from lmc.cli.sandbox_settings import sandbox_limits
     from lmc.computer.sandbox import INSTALL_HINT, find_tool, resolve_policy
     from lmc.computer.sandbox.report import protections
 
-    tool = find_tool()
+    tool = find_tool(fresh=True)  # probed now: a success remembered for the boot is not asked
     lines: list[tuple[str, bool, str]] = []
     try:
         policy, warning = resolve_policy(

@@ -30,27 +30,38 @@ FIRST_KERNEL = "shell"
 
 @dataclass(slots=True)
 class HeadStart:
-    """A computer whose shell kernel is booting, for the interpreter ``lmc run`` makes."""
+    """A shell kernel booting for the interpreter ``lmc run`` makes."""
 
     loaded: Settings  # the settings read for the run (open_session takes them, not reads again)
     settings: Settings  # the interpreter's settings it was made for
-    computer: Any  # lmc.Computer
+    ahead: Any  # lmc.computer.ahead.KernelAhead
     conversation_id: str  # the new conversation's id, under which the shell keeps its state
     done: bool = False  # taken by the interpreter, or closed
 
     def hand_to(self, interpreter: Any) -> None:
-        """Give the computer to ``interpreter`` if it was made from the same settings."""
+        """Give ``interpreter`` a computer that runs the kernel if it has the same settings.
+        The computer is made only now: its module loads after the kernel is launched."""
         if self.done or interpreter.settings != self.settings:
             return
-        interpreter.adopt_computer(self.computer, self.conversation_id)
+        from lmc.agent.computer_options import sandbox_options
+        from lmc.computer import Computer
+
+        try:
+            computer = Computer(
+                **sandbox_options(self.settings), gateway=None, state=self.ahead.state
+            )
+        except LmcError:
+            return  # the interpreter's own computer will say what is wrong; close() ends ours
+        computer.adopt(self.ahead)  # or shuts it down: the computer starts its own shell
+        interpreter.adopt_computer(computer, self.conversation_id)
         self.done = True
 
     def close(self) -> None:
-        """Shut the computer down unless the interpreter took it, and remove the state
-        folder made for a conversation that never began."""
+        """Shut the kernel down unless the interpreter took it, and remove the state folder
+        made for a conversation that never began."""
         if not self.done:
             self.done = True
-            self.computer.close()
+            self.ahead.close()
             from lmc.agent.kept_state import delete_state
 
             delete_state(self.settings.db_path, self.conversation_id)
@@ -66,7 +77,7 @@ def _settings(run: RunArgs) -> tuple[Settings, Settings] | None:
     if run.prompt is not None and not run.prompt.strip():
         return None
     from lmc.cli.options import SharedOptions
-    from lmc.cli.session import interpreter_settings, resolve_sandbox
+    from lmc.cli.sandbox_settings import interpreter_settings, resolve_sandbox
     from lmc.config import load_settings
 
     try:
@@ -81,22 +92,18 @@ def _settings(run: RunArgs) -> tuple[Settings, Settings] | None:
 
 
 def launch_shell(run: RunArgs) -> HeadStart | None:
-    """Launch ``run``'s shell kernel now, made as its interpreter will make it; return once
-    the process is spawned. None when ``run`` should start no kernel ahead."""
+    """Launch ``run``'s shell kernel now, made as its interpreter's computer will make it;
+    return once the process is spawned. None when ``run`` should start no kernel ahead."""
     both = _settings(run)
     if both is None:
         return None
     loaded, settings = both
+    from lmc.agent.computer_options import sandbox_options
     from lmc.agent.kept_state import kernel_state_for
-    from lmc.agent.pieces import sandbox_options
-    from lmc.agent.storage import new_conversation_id
-    from lmc.computer import Computer
+    from lmc.agent.store_names import new_conversation_id
+    from lmc.computer.ahead import launch_ahead
 
     conversation_id = new_conversation_id()
     state = kernel_state_for(settings, conversation_id)
-    try:
-        computer = Computer(**sandbox_options(settings), gateway=None, state=state)
-    except LmcError:
-        return None  # the interpreter's own computer will say what is wrong
-    computer.start(FIRST_KERNEL, connect=False, spawned=True)
-    return HeadStart(loaded, settings, computer, conversation_id)
+    ahead = launch_ahead(FIRST_KERNEL, **sandbox_options(settings), state=state)
+    return None if ahead is None else HeadStart(loaded, settings, ahead, conversation_id)

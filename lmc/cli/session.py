@@ -6,7 +6,6 @@ stderr, with the traceback only under ``--verbose``.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from lmc.cli.options import SharedOptions
+from lmc.cli.sandbox_settings import interpreter_settings, resolve_sandbox
 from lmc.config import Settings, data_dir, load_settings
 from lmc.errors import LmcError, SandboxUnavailableError
 from lmc.messages import Block, Chunk, Message
@@ -203,29 +203,6 @@ def resolve_resume(resume: str | None, db_path: str | None) -> str | None:
         return store.resolve(resume)
 
 
-def sandbox_limits(settings: Settings) -> Any:
-    """The sandbox's limits: the defaults, with what the config raises or lowers."""
-    from lmc.agent.pieces import sandbox_limits as changed_limits
-    from lmc.computer.sandbox import Limits
-
-    return changed_limits(settings) or Limits()
-
-
-def resolve_sandbox(settings: Settings) -> tuple[Any, str | None]:
-    """The sandbox policy ``settings`` ask for, and the warning to give about it (if any)."""
-    from lmc.computer.sandbox import resolve_policy
-
-    return resolve_policy(
-        settings.sandbox,
-        network=settings.network,
-        workdir=settings.workdir,
-        hide=settings.sandbox_hide,
-        env=settings.sandbox_env,
-        keep_writable=settings.sandbox_writable,
-        limits=sandbox_limits(settings),
-    )
-
-
 def sandbox_for(settings: Settings) -> Any:
     """The sandbox policy ``settings`` ask for; warns on stderr when the default falls back
     to no sandbox; raises :class:`SandboxUnavailableError` when one was asked for in vain."""
@@ -279,19 +256,6 @@ def make_interpreter(
 
     chosen = interpreter_settings(settings, sandbox_for(settings))
     return Interpreter(chosen, conversation_id=conversation_id, backend=backend, computer=computer)
-
-
-def interpreter_settings(settings: Settings, policy: Any) -> Settings:
-    """The settings an interpreter gets: the sandbox ``policy`` resolved from ``settings``."""
-    return dataclasses.replace(
-        settings,
-        # The terminal's Confirmer holds the run-without-asking policy (-y, "a", %auto_run),
-        # so the Interpreter always asks it.
-        auto_run=False,
-        sandbox=policy.mode,
-        network=policy.network,
-        workdir=str(policy.workdir),
-    )
 
 
 @dataclass(frozen=True)

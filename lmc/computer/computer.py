@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+from lmc.computer.ahead import workdir_of
 from lmc.computer.applescript import AppleScriptRunner
 from lmc.computer.chunks import (
     MessageTranslator,
@@ -36,19 +37,22 @@ from lmc.computer.html import run_html
 from lmc.computer.job_input import job_input
 from lmc.computer.jobs import JobTable, hand_back_chunks
 from lmc.computer.kernel import InterruptIgnored, Kernel, KernelDied, KernelSession, TimedOut
-from lmc.computer.kernelspecs import kernel_spec
+from lmc.computer.kernel_set import KernelSet
 from lmc.computer.languages import LANGUAGES, Language, resolve_language
 from lmc.computer.output import OutputEnds
-from lmc.computer.runtime import default_runtime_dir, shutdown_all
+from lmc.computer.runtime import shutdown_all
 from lmc.computer.sandbox import Limits, explain_block, lacked_by, resolve_policy
 from lmc.computer.sandbox.shared_net import SharedNetwork
-from lmc.computer.state import KernelState, kernel_options, lost_words, restore_note
+from lmc.computer.state import KernelState, lost_words, restore_note
 from lmc.errors import ComputerError
 from lmc.messages import Chunk
-from lmc.paths import host_which
 
 if TYPE_CHECKING:
     from lmc.computer.gateway import GatewayConfig
+
+# The wire protocol's modules load with the Computer, not at the first block's connect: the
+# kernel module leaves them out so that ``lmc run`` can launch its shell before them.
+import lmc.computer.kernel_channels  # noqa: F401
 
 __all__ = ["Computer"]
 
@@ -64,7 +68,7 @@ RELAXATIONS: Final = ("network", "unsandboxed")
 RETIRE_WAIT: Final = 30.0
 
 
-class Computer:
+class Computer(KernelSet):
     """Runs code in Jupyter kernels (python, shell, javascript, r) and more.
 
     ``timeout``: the default per-run limit in seconds (None: none; the code is interrupted).
@@ -112,8 +116,7 @@ class Computer:
         #: The interpreter that runs the python kernel (None: lmc's own), ``--python``.
         self.python = python
         self.gateway = gateway
-        where = workdir if workdir is not None else cwd
-        self.cwd = None if where is None else Path(where).expanduser().resolve()
+        self.cwd = workdir_of(workdir if workdir is not None else cwd)
         self._hide = tuple(hide)
         self._extras: dict[str, Any] = {
             "env": tuple(sandbox_env),
@@ -464,83 +467,3 @@ class Computer:
             self._replace_quietly(language, session)  # closed meanwhile: nothing to replace
         lost = lost_words(self.state, language.name)
         return fault_note(fault, language.name, closed=self._closed, lost=lost)
-
-    def _session(self, language: Language, *, connect: bool = True) -> Kernel:
-        assert language.kernel is not None
-        with self._lock:
-            session = self._sessions.get(language.name)
-            if session is None:
-                if self._closed:  # no kernel starts after close() (a late prestart, a run)
-                    raise ComputerError("this computer has been closed")
-                session = self._new_session(language)
-                self._sessions[language.name] = session
-        if connect:
-            session.start()
-        else:
-            session.launch()
-        return session
-
-    def _replace(self, language: Language, *, expected: Kernel | None = None) -> Kernel:
-        """A fresh kernel for ``language``; with ``expected``, only if that one is current."""
-        assert language.kernel is not None
-        with self._lock:
-            current = self._sessions.get(language.name)
-            if expected is not None and current is not None and current is not expected:
-                return current  # someone already replaced it (restart() meanwhile)
-            if self._closed:
-                raise ComputerError("this computer has been closed")
-            old = self._sessions.pop(language.name, None)
-            session = self._new_session(language)
-            self._sessions[language.name] = session
-        if old is not None:
-            retiring = threading.Thread(target=old.shutdown, name="lmc-shutdown", daemon=True)
-            retiring.start()
-            self._retiring = [t for t in self._retiring if t.is_alive()] + [retiring]
-        session.start()
-        return session
-
-    def _forget(self, language: Language, session: Kernel) -> None:
-        """Drop a kernel that failed to start, so the next run tries again."""
-        with self._lock:
-            if self._sessions.get(language.name) is session:
-                del self._sessions[language.name]
-        session.shutdown()
-
-    def _missing(self, language: Language) -> bool:
-        """A local kernel's program is not installed (a gateway brings its own)."""
-        return self.gateway is None and _missing(language)
-
-    def _new_session(self, language: Language) -> Kernel:
-        assert language.kernel is not None
-        if self.gateway is not None:
-            from lmc.computer.gateway_kernel import GatewayKernel
-
-            return GatewayKernel(self.gateway, language.name)
-        if self._runtime_dir is None:
-            self._runtime_dir = default_runtime_dir()
-            self._finalizer.detach()
-            self._finalizer = weakref.finalize(
-                self, shutdown_all, self._sessions, self._runtime_dir
-            )
-        restore = language.name not in self._fresh
-        self._fresh.discard(language.name)
-        return KernelSession(
-            kernel_spec(language.kernel, python=self.python),
-            runtime_dir=self._runtime_dir,
-            cwd=self.cwd,
-            sandbox=self.sandbox,
-            **kernel_options(self.state, language.name, restore=restore),
-            network=self._shared_network(),
-        )
-
-    def _shared_network(self) -> SharedNetwork | None:
-        """The network namespace the kernels share (bubblewrap, no network), made once."""
-        if self.sandbox.network or not self.sandbox.enabled:
-            return None
-        if self._network is None:
-            self._network = SharedNetwork.find()
-        return self._network
-
-
-def _missing(language: Language) -> bool:
-    return language.requires is not None and host_which(language.requires) is None

@@ -26,9 +26,8 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
-from lmc.computer.kernel_channels import RECEIVE_QUEUE, KernelChannels
 from lmc.computer.kernel_events import (
     InterruptIgnored,
     Kernel,
@@ -53,11 +52,13 @@ from lmc.computer.sandbox.shared_net import SharedNetwork
 from lmc.computer.starting import BackgroundStart
 from lmc.errors import ComputerError
 
+if TYPE_CHECKING:
+    from lmc.computer.kernel_channels import KernelChannels
+
 __all__ = [
     "IDLE_AFTER_REPLY",
     "INTERRUPT_GRACE",
     "KERNEL_ENV",
-    "RECEIVE_QUEUE",
     "InterruptIgnored",
     "Kernel",
     "KernelDied",
@@ -353,6 +354,10 @@ class KernelSession(BackgroundStart):
             self._pidfd = os.pidfd_open(self._process.pid)
 
     def _connect(self) -> None:
+        # Imported here, after the launch: the wire protocol's modules are not needed to
+        # spawn a kernel (``lmc run`` launches its shell before loading them).
+        from lmc.computer.kernel_channels import KernelChannels
+
         assert self._connection_file is not None
         fds = [self._wake_read] if self._pidfd is None else [self._pidfd, self._wake_read]
         self._channels = KernelChannels(self._connection_file, fds)
@@ -388,6 +393,12 @@ class KernelSession(BackgroundStart):
     def _start_failure(self, why: str) -> ComputerError:
         if self._process is not None and self._process.poll() is None:
             kill_group(self._process.pid)
+        if self.sandbox is not None:
+            # The sandbox may be why: the next start probes bubblewrap again instead of
+            # trusting what was found (or remembered for the boot) before.
+            from lmc.computer.sandbox.detect import forget_tool
+
+            forget_tool()
         log = self.log_tail()
         detail = f"\n{log}" if log else ""
         return ComputerError(f"the {self.spec.name} kernel failed to start: {why}{detail}")

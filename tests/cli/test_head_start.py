@@ -1,8 +1,8 @@
 """``lmc run``'s shell kernel launched ahead (lmc.cli.head_start), with real kernels.
 
 Checked from outside: the launched kernel is a live child process of lmc when
-:func:`launch_shell` returns; the run's interpreter takes that computer (same kernel, state
-kept under the new conversation's id) only when its settings are the same; a head start
+:func:`launch_shell` returns; the run's interpreter gets a computer that runs that kernel
+(state kept under the new conversation's id) only when its settings are the same; a head start
 that was not taken is shut down, its processes gone; a run that fails before its model
 answers leaves no kernel and no kernel file behind; runs that stop before any code (empty
 prompt, audio) or run code elsewhere (a kernel gateway) launch nothing.
@@ -61,7 +61,9 @@ def test_the_interpreter_takes_the_launched_shell_and_runs_code_on_it(run_env: P
     assert isinstance(session, Session)
     interpreter = session.interpreter
     try:
-        assert head.done and interpreter.computer is head.computer
+        assert head.done
+        # The computer made for the interpreter runs the very kernel launched ahead.
+        assert interpreter.computer._sessions["shell"] is head.ahead.session
         output = "".join(
             str(chunk.get("content", ""))
             for chunk in interpreter.computer.run("shell", "echo from-the-head-start")

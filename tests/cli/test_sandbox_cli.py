@@ -183,6 +183,32 @@ def test_doctor_shows_the_sandbox(env: dict[str, str], work: Path) -> None:
     assert "– mcp" in section and "outside the sandbox" in section  # a note, not a failure
 
 
+def test_doctor_tries_bubblewrap_afresh_whatever_was_remembered(
+    env: dict[str, str], work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lmc.computer.sandbox import probe_memory
+    from lmc.computer.sandbox.bubblewrap import probe_command
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    broken = bin_dir / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'bwrap: no namespaces for you' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    cache = tmp_path / "cache-of-this-test"
+    monkeypatch.setenv("LMC_CACHE_DIR", str(cache))
+    probe_memory.remember(str(broken), probe_command(str(broken)))  # "it works", planted
+    assert probe_memory.remembered(str(broken), probe_command(str(broken)))
+    path = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    done = subprocess.run(
+        _lmc("doctor", "--workdir", str(work)),
+        env={**env, "PATH": path, "LMC_CACHE_DIR": str(cache)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    section = done.stdout.split("sandbox\n", 1)[1]
+    assert "no namespaces for you" in section, section
+    assert "✓ mode         workspace" not in section
+
+
 @pytest.mark.parametrize(
     ("config", "said"),
     [

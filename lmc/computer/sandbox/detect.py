@@ -2,7 +2,8 @@
 
 Linux uses bubblewrap (``bwrap``), macOS ``sandbox-exec``. Having the binary is not enough
 (a container may forbid namespaces), so the first question runs it once on ``true`` with the
-same namespaces a kernel gets; the answer is cached for the process (a few ms).
+same namespaces a kernel gets; the answer is cached for the process, and bubblewrap's success
+for the boot (:mod:`.probe_memory`: 15-35 ms of every ``lmc run``'s start otherwise).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Final, Literal
 
 from lmc.paths import host_which
 
-__all__ = ["INSTALL_HINT", "SandboxTool", "find_tool"]
+__all__ = ["INSTALL_HINT", "SandboxTool", "find_tool", "forget_tool"]
 
 #: How a person gets a sandbox tool, for the warning and the error.
 INSTALL_HINT: Final = (
@@ -43,8 +44,9 @@ _cache: dict[tuple[str, str | None], SandboxTool] = {}
 _cache_lock = threading.Lock()
 
 
-def find_tool() -> SandboxTool:
-    """This machine's sandbox tool, probed on first use for the current PATH."""
+def find_tool(*, fresh: bool = False) -> SandboxTool:
+    """This machine's sandbox tool, probed on first use for the current PATH (``fresh``:
+    probed now, whatever was found or remembered before: ``lmc doctor``)."""
     if sys.platform == "darwin":
         path = host_which("sandbox-exec") or (
             "/usr/bin/sandbox-exec" if host_which("/usr/bin/sandbox-exec") else None
@@ -54,23 +56,36 @@ def find_tool() -> SandboxTool:
         path = host_which("bwrap") if sys.platform.startswith("linux") else None
         key = ("bubblewrap", path)
     with _cache_lock:
-        tool = _cache.get(key)
+        tool = None if fresh else _cache.get(key)
         if tool is None:
-            tool = _probe(key[0], path)
+            tool = _probe(key[0], path, remembered=not fresh)
             _cache[key] = tool
     return tool
 
 
-def _probe(kind: str, path: str | None) -> SandboxTool:
+def forget_tool() -> None:
+    """Probe again at the next question: a sandboxed kernel failed to start, so what was
+    found (or remembered for the boot) may no longer hold."""
+    from lmc.computer.sandbox.probe_memory import forget
+
+    with _cache_lock:
+        _cache.clear()
+    forget()
+
+
+def _probe(kind: str, path: str | None, *, remembered: bool) -> SandboxTool:
     if path is None:
         if kind == "bubblewrap" and not sys.platform.startswith("linux"):
             return SandboxTool("none", None, f"no sandbox tool for {sys.platform}")
         name = "bwrap (bubblewrap)" if kind == "bubblewrap" else "sandbox-exec"
         return SandboxTool("none", None, f"{name} is not installed")
     if kind == "bubblewrap":
+        from lmc.computer.sandbox import probe_memory
         from lmc.computer.sandbox.bubblewrap import probe_command
 
         command = probe_command(path)
+        if remembered and probe_memory.remembered(path, command):
+            return SandboxTool("bubblewrap", path)
     else:
         command = [path, "-p", "(version 1)(allow default)", "/usr/bin/true"]
     try:
@@ -90,4 +105,8 @@ def _probe(kind: str, path: str | None) -> SandboxTool:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
         why = said[-1] if said else f"exit status {done.returncode}"
         return SandboxTool(tool_kind, path, f"{path} does not work here: {why}")
+    if kind == "bubblewrap":
+        from lmc.computer.sandbox import probe_memory
+
+        probe_memory.remember(path, command)
     return SandboxTool(tool_kind, path)
