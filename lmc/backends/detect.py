@@ -31,6 +31,8 @@ from lmc.errors import ConfigError, ServerError
 from lmc.settings import API_STYLES
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lmc.backends._http import HttpResponse
     from lmc.backends.base import BackendConfig
 
@@ -73,8 +75,9 @@ def _shortcut(config: BackendConfig) -> tuple[BackendConfig, str | None]:
 class _Probe:
     """GET/POST against the server, every failure mapped to a one-line ServerError."""
 
-    def __init__(self, config: BackendConfig) -> None:
+    def __init__(self, config: BackendConfig, known: Callable[[str], Any] | None = None) -> None:
         assert config.api_base is not None
+        self.known = known
         self.root, self.v1 = split_base(config.api_base)
         checked_url(self.v1, config.api_base)
         key, self.key_from = key_source(config)
@@ -82,7 +85,12 @@ class _Probe:
         self.client = make_client(config, key)
 
     def get(self, url: str) -> Any | None:
-        """The JSON at ``url``, or None when it is not there (an error status, not JSON)."""
+        """The JSON at ``url``, or None when it is not there (an error status, not JSON).
+        A JSON answer already read is taken as it is; anything else is asked again (so a
+        refused key still ends in its one-line error)."""
+        answer = None if self.known is None else self.known(url)
+        if answer is not None:
+            return answer
         with server_errors(self.root, self.timeout, self.key_from):
             response = self.client.get(url)
             if response.status_code in (401, 403):
@@ -174,15 +182,17 @@ def _raw_probe(probe: _Probe, model: str | None) -> tuple[str, str, bool]:
     return "chat", f"the server's raw completion began {text[:20]!r}, not a Harmony marker", False
 
 
-def detect(config: BackendConfig) -> Detected:
-    """The dialect and model for ``config`` (which has ``api_base`` or a shortcut model)."""
+def detect(config: BackendConfig, known: Callable[[str], Any] | None = None) -> Detected:
+    """The dialect and model for ``config`` (which has ``api_base`` or a shortcut model).
+    ``known``: JSON answers already read from the server by URL (None: not read), asked
+    before a GET is sent (:class:`lmc.backends.served.ServedAnswers` reads the same URLs)."""
     style = (config.api_style or "auto").lower()
     if style not in API_STYLES:
         raise ConfigError(f"api_style {config.api_style!r} is not one of {', '.join(API_STYLES)}")
     config, shortcut = _shortcut(config)
     if not config.api_base:
         raise ServerError("no server address (api_base) was given")
-    probe = _Probe(config)
+    probe = _Probe(config, known)
     try:
         ollama = style in ("auto", "ollama") and (shortcut == "ollama" or _is_ollama(probe))
         if not config.model:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from lmc.backends._http import key_source, make_client, split_base, transport_errors
 from lmc.backends.served_memory import fitting_context, kv_cost, serving_memory
+from lmc.errors import LmcError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,7 +47,10 @@ __all__ = [
     "NumCtx",
     "Served",
     "ServedAnswers",
+    "drop_ahead",
+    "read_ahead",
     "read_served",
+    "take_ahead",
 ]
 
 #: gpt-oss's trained context: what a server that says nothing is assumed to serve.
@@ -161,6 +165,7 @@ class _Reader:
         assert config.api_base is not None
         self.root, self.v1 = split_base(config.api_base)
         key, _ = key_source(config)
+        self.key = key  # the key these requests carry (never logged or stored)
         #: Loading a model takes as long as a request may (reading takes a moment).
         self.load_timeout = config.timeout
         self.client: HttpClient = make_client(
@@ -317,28 +322,86 @@ class ServedAnswers:
             f"{v1}/models",
         )
         self._values: dict[str, Any] = {}
-        self._threads = [
-            threading.Thread(target=self._get, args=(url,), name="lmc-served", daemon=True)
+        self._threads = {
+            url: threading.Thread(target=self._get, args=(url,), name="lmc-served", daemon=True)
             for url in self.urls
-        ]
-        for thread in self._threads:
+        }
+        for thread in self._threads.values():
             thread.start()
 
     def _get(self, url: str) -> None:
         self._values[url] = self.reader.get(url)
 
+    def serves(self, config: BackendConfig) -> bool:
+        """Whether these GETs went where ``config``'s would go, with the same key."""
+        if not config.api_base:
+            return False
+        where = split_base(config.api_base)
+        return where == (self.reader.root, self.reader.v1) and key_source(config)[0] == (
+            self.reader.key
+        )
+
+    def value(self, url: str) -> Any:
+        """The JSON answer to ``url`` once it is in; None when ``url`` is not one of these
+        GETs or its answer was not JSON (an error status, a refused connection)."""
+        thread = self._threads.get(url)
+        if thread is None:
+            return None
+        thread.join()
+        return self._values.get(url)
+
     def get(self, index: int) -> Any:
-        """The JSON answer to the ``index``-th GET (None: no JSON answer), once all are in."""
-        self.join()
-        return self._values.get(self.urls[index])
+        """The JSON answer to the ``index``-th GET (None: no JSON answer)."""
+        return self.value(self.urls[index])
 
     def join(self) -> None:
-        for thread in self._threads:
+        for thread in self._threads.values():
             thread.join()
 
     def close(self) -> None:
         self.join()
         self.reader.client.close()
+
+
+#: GETs sent ahead (:func:`read_ahead`) for the server backend this process opens later.
+_AHEAD: list[ServedAnswers] = []
+_AHEAD_LOCK = threading.Lock()
+
+
+def read_ahead(config: BackendConfig) -> None:
+    """Send the served context's GETs now, for a server backend this process opens later:
+    ``lmc run`` sends them as soon as its settings are read, so the server answers while lmc
+    loads (:func:`take_ahead` hands them over). Nothing is sent for an unusable address."""
+    if not config.api_base:
+        return
+    try:
+        answers = ServedAnswers(config)
+    except (LmcError, ValueError, OSError):
+        return  # the backend opened later says what is wrong
+    with _AHEAD_LOCK:
+        _AHEAD.append(answers)
+
+
+def take_ahead(config: BackendConfig) -> ServedAnswers | None:
+    """The GETs sent ahead to the server ``config`` names, with the same key (None: none);
+    any others are closed."""
+    with _AHEAD_LOCK:
+        pending = list(_AHEAD)
+        _AHEAD.clear()
+    taken = None
+    for answers in pending:
+        if taken is None and answers.serves(config):
+            taken = answers
+        else:
+            answers.close()
+    return taken
+
+
+def drop_ahead() -> None:
+    """Forget the GETs sent ahead that nothing took (the run ended first); their threads
+    end with their requests, and the process does not wait for them."""
+    with _AHEAD_LOCK:
+        _AHEAD.clear()
 
 
 def read_served(

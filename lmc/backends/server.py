@@ -22,7 +22,7 @@ def open_server_backend(config: BackendConfig) -> Backend:
     meanwhile (:class:`~lmc.backends.served.ServedAnswers`), not after it."""
     answers = _read_early(config)
     try:
-        found = detect(config)
+        found = detect(config, known=None if answers is None else answers.value)
     except BaseException:
         if answers is not None:
             answers.close()
@@ -60,13 +60,17 @@ def open_server_backend(config: BackendConfig) -> Backend:
 
 
 def _read_early(config: BackendConfig) -> ServedAnswers | None:
-    """The served context's GETs, sent before the dialect is known (Ollama's native dialect
-    needs none of them)."""
-    if not config.api_base or (config.api_style or "").lower() == "ollama":
-        return None
-    from lmc.backends.served import ServedAnswers
+    """The served context's GETs, sent before the dialect is known, or taken from those
+    sent ahead (:func:`lmc.backends.served.read_ahead`); Ollama's native dialect needs none
+    of them."""
+    from lmc.backends.served import ServedAnswers, take_ahead
 
-    return ServedAnswers(config)
+    ahead = take_ahead(config)  # sent while lmc loaded (``lmc run``), if for this server
+    if not config.api_base or (config.api_style or "").lower() == "ollama":
+        if ahead is not None:
+            ahead.close()
+        return None
+    return ahead or ServedAnswers(config)
 
 
 def apply_served(

@@ -59,6 +59,9 @@ class HeadStart:
     def close(self) -> None:
         """Shut the kernel down unless the interpreter took it, and remove the state folder
         made for a conversation that never began."""
+        from lmc.backends.served import drop_ahead
+
+        drop_ahead()  # GETs sent ahead that the run never took
         if not self.done:
             self.done = True
             self.ahead.close()
@@ -93,7 +96,8 @@ def _settings(run: RunArgs) -> tuple[Settings, Settings] | None:
 
 def launch_shell(run: RunArgs) -> HeadStart | None:
     """Launch ``run``'s shell kernel now, made as its interpreter's computer will make it;
-    return once the process is spawned. None when ``run`` should start no kernel ahead."""
+    return once the process is spawned, the server's context being asked meanwhile
+    (:func:`lmc.backends.served.read_ahead`). None when ``run`` should start no kernel ahead."""
     both = _settings(run)
     if both is None:
         return None
@@ -106,4 +110,16 @@ def launch_shell(run: RunArgs) -> HeadStart | None:
     conversation_id = new_conversation_id()
     state = kernel_state_for(settings, conversation_id)
     ahead = launch_ahead(FIRST_KERNEL, **sandbox_options(settings), state=state)
+    _read_served_ahead(settings)
     return None if ahead is None else HeadStart(loaded, settings, ahead, conversation_id)
+
+
+def _read_served_ahead(settings: Settings) -> None:
+    """The server's context GETs, sent now: the server answers while lmc loads the agent,
+    and the backend takes the answers (one round trip fewer before the first request)."""
+    if not settings.api_base or (settings.api_style or "").lower() == "ollama":
+        return
+    from lmc.agent.pieces import backend_config
+    from lmc.backends.served import read_ahead
+
+    read_ahead(backend_config(settings, None))

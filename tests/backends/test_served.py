@@ -280,11 +280,12 @@ def test_a_count_of_only_what_the_cache_missed_is_ignored() -> None:
 
 
 def test_the_served_reads_and_the_model_list_are_all_in_flight_at_once() -> None:
-    """Opening a server backend sends its GETs (detect's model list, the four that say the
-    context) at once: the stand-in answers none of them until all five are in, so reads
-    sent one after another would each give up on the barrier (no timing measured: the
-    barrier's deadline only bounds a failing run)."""
-    barrier = threading.Barrier(5, timeout=30)
+    """Opening a server backend sends its GETs (the four that say the context, the model
+    list among them, which detect reads from there) at once: the stand-in answers none of
+    them until all four are in, so reads sent one after another would each give up on the
+    barrier (no timing measured: the barrier's deadline only bounds a failing run)."""
+    barrier = threading.Barrier(4, timeout=30)
+    seen: list[str] = []
     broken: list[str] = []
     listing = {"object": "list", "data": [{"id": "gpt-oss-20b", "max_model_len": 8192}]}
 
@@ -295,6 +296,7 @@ def test_the_served_reads_and_the_model_list_are_all_in_flight_at_once() -> None
             pass
 
         def do_GET(self) -> None:
+            seen.append(self.path)
             try:
                 barrier.wait()
             except threading.BrokenBarrierError:
@@ -318,6 +320,7 @@ def test_the_served_reads_and_the_model_list_are_all_in_flight_at_once() -> None
                 "8,192 tokens (/v1/models max_model_len)",
             )
     assert broken == []
+    assert seen.count("/v1/models") == 1  # the model list is read once, not again by detect
 
 
 def test_a_malformed_api_base_raises_nothing_in_the_reading_threads(
@@ -337,3 +340,82 @@ def test_a_malformed_api_base_raises_nothing_in_the_reading_threads(
     finally:
         answers.close()
     assert died == []
+
+
+# ------------------------------------------------------------------ the GETs sent ahead
+
+
+def _gets(record: Any) -> list[str]:
+    return sorted(path for path, body, _ in record.requests if body is None)
+
+
+def _all_in(record: Any, count: int) -> None:
+    """Wait until the stand-in has ``count`` GETs (the reads run in threads)."""
+    done = threading.Event()
+    for _ in range(3000):
+        if len(_gets(record)) >= count:
+            return
+        done.wait(0.01)
+    raise AssertionError(f"the GETs did not arrive: {_gets(record)}")
+
+
+FOUR = sorted(["/api/version", "/api/v0/models", "/props", "/v1/models"])
+
+
+@pytest.fixture
+def nothing_ahead() -> Iterator[None]:
+    from lmc.backends.served import drop_ahead
+
+    drop_ahead()
+    yield
+    drop_ahead()
+
+
+@pytest.mark.usefixtures("nothing_ahead")
+def test_gets_sent_ahead_are_what_the_backend_of_that_server_reads() -> None:
+    from lmc.backends.served import read_ahead
+
+    with stand_in("vllm") as (record, _stand):
+        config = BackendConfig(api_base=record.root, api_style="completions")
+        read_ahead(config)
+        _all_in(record, 4)
+        assert _gets(record) == FOUR  # sent before any backend exists
+        with open_backend(config) as backend:
+            assert backend.context_size == 4096
+        assert _gets(record) == FOUR  # none sent again: the backend took them
+
+
+@pytest.mark.usefixtures("nothing_ahead")
+@pytest.mark.parametrize("other", ["address", "key"])
+def test_gets_sent_ahead_elsewhere_or_with_another_key_are_not_used(
+    other: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lmc.backends.served import read_ahead
+
+    monkeypatch.delenv("LMC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with stand_in("vllm") as (record, _stand), stand_in("vllm") as (second, _):
+        config = BackendConfig(api_base=record.root, api_style="completions", api_key="k-one")
+        read_ahead(config)
+        _all_in(record, 4)
+        if other == "address":
+            config = BackendConfig(api_base=second.root, api_style="completions", api_key="k-one")
+        else:
+            config = BackendConfig(api_base=record.root, api_style="completions", api_key="k-two")
+        with open_backend(config) as backend:
+            assert backend.context_size == 4096
+        asked = second if other == "address" else record
+        keys = [headers.get("Authorization") for _p, body, headers in asked.requests if not body]
+        assert keys[-4:] == [f"Bearer {config.api_key}"] * 4  # read anew, with its own key
+        assert _gets(record) == (FOUR if other == "address" else sorted(FOUR * 2))
+
+
+@pytest.mark.usefixtures("nothing_ahead")
+def test_gets_dropped_ahead_are_not_taken() -> None:
+    from lmc.backends.served import drop_ahead, read_ahead, take_ahead
+
+    with stand_in("vllm") as (record, _stand):
+        config = BackendConfig(api_base=record.root, api_style="completions")
+        read_ahead(config)
+        drop_ahead()
+        assert take_ahead(config) is None

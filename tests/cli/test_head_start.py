@@ -15,11 +15,13 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.processes import descendants, wait_gone
+from support.served_servers import stand_in
 
 from lmc.agent.chatting import PRESTART
 from lmc.cli.head_start import FIRST_KERNEL, HeadStart, launch_shell
@@ -141,6 +143,31 @@ def test_a_run_that_fails_before_the_model_answers_leaves_no_kernel(
     assert child.returncode == 1, child.stderr
     assert "Traceback" not in child.stderr
     assert sorted(p.name for p in short_tmpdir.iterdir()) == []  # no lmc-kernels-*
+
+
+def test_the_servers_context_is_asked_ahead_and_read_once(run_env: Path) -> None:
+    with stand_in("vllm") as (record, _stand):
+        run = _run(run_env, api_base=record.root, api_style="completions")
+        head = launch_shell(run)
+        assert head is not None
+        try:
+            deadline = threading.Event()
+            for _ in range(3000):  # the GETs run in threads: they arrive in a moment
+                if len(record.requests) >= 4:
+                    break
+                deadline.wait(0.01)
+            asked = sorted(path for path, _body, _headers in record.requests)
+            assert asked == ["/api/v0/models", "/api/version", "/props", "/v1/models"]
+            session = open_session(SharedOptions(**run.given), head)
+            assert isinstance(session, Session)
+            try:
+                assert session.interpreter.backend.context_size == 4096
+                again = sorted(path for path, _body, _headers in record.requests)
+                assert again == asked  # the backend took the answers: nothing asked twice
+            finally:
+                session.interpreter.close()
+        finally:
+            head.close()
 
 
 def test_head_start_close_is_idempotent(run_env: Path) -> None:
