@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from lmc.computer.sandbox.policy import SandboxPolicy
+from lmc.computer.sandbox.policy import HiddenEntry, SandboxPolicy
 
 __all__ = ["PROTECTED_NAMES", "Mount", "bound_sockets", "mounts"]
 
@@ -283,10 +283,12 @@ def mounts(
     socket that vanishes before bubblewrap mounts it would fail the kernel's start)."""
     writable = [Path(p).resolve() for p in policy.writable()]
     keep = policy.kept_writable() if writable else []
-    hidden_now = policy.hidden_paths()
+    # Each entry looked at once: what exists now is both what is hidden and what seals.
+    matched = [(entry, entry.matches()) for entry in policy.hidden_entries]
+    hidden_now = list(dict.fromkeys(path for _entry, found in matched for path in found))
     home = Path.home().resolve() if Path.home().is_dir() else None
     plan = _Plan(policy, writable, set(hidden_now), home, [], [])
-    _seal_home_and_anchors(plan)
+    _seal_home_and_anchors(plan, matched)
     sealed = set(plan.sealed)
     out = plan.out
     out += _readable_under_tmp(readable)
@@ -334,14 +336,19 @@ def _open_for_shared(out: list[Mount], shared: Sequence[Path]) -> tuple[list[Mou
     return opened, later
 
 
-def _seal_home_and_anchors(plan: _Plan) -> None:
+def _seal_home_and_anchors(plan: _Plan, matched: Sequence[tuple[HiddenEntry, list[Path]]]) -> None:
     """Seal the home folder, and the nearest existing folder of every hide entry that does not
-    exist yet (or holds a glob) unless the code could write there anyway."""
+    exist yet (or holds a glob) unless the code could write there anyway. ``matched``: each
+    entry with what exists of it now."""
     if plan.home is not None and plan.home != Path("/"):
         plan.seal(plan.home)
-    for entry in plan.policy.hidden_entries:
-        if entry.is_glob or not entry.matches():
-            anchor = _missing_anchor(Path(entry.anchor()))
+    anchors: dict[Path, Path] = {}  # most entries share one folder (the home folder)
+    for entry, found in matched:
+        if entry.is_glob or not found:
+            folder = entry.anchor()
+            anchor = anchors.get(folder)
+            if anchor is None:
+                anchor = anchors[folder] = _missing_anchor(folder)
             if not _inside(anchor, plan.writable) or anchor == plan.home:
                 plan.seal(anchor)
 

@@ -169,6 +169,7 @@ def check_hide(entries: Iterable[str]) -> tuple[HiddenEntry, ...]:
     """``sandbox.hide`` entries (absolute, ``~``, globs) made absolute; an entry lmc cannot
     use is a :class:`ConfigError` naming it (lmc never runs with an entry dropped)."""
     checked: list[HiddenEntry] = []
+    home: list[Path] = []  # Path.home(), looked up once (not once an entry)
     for entry in entries:
         text = entry.strip()
         if not text:
@@ -182,9 +183,12 @@ def check_hide(entries: Iterable[str]) -> tuple[HiddenEntry, ...]:
                 f"sandbox.hide: {entry!r} is relative: give an absolute path, a ~ path or a glob"
             )
         normal = os.path.normpath(expanded)
-        if normal == "/" or (not glob.has_magic(normal) and Path(normal) == Path.home()):
+        magic = glob.has_magic(normal)
+        if not magic and not home:
+            home.append(Path.home())
+        if normal == "/" or (not magic and Path(normal) == home[0]):
             raise ConfigError(f"sandbox.hide: {entry!r} would hide the whole system or home")
-        checked.append(HiddenEntry(normal, glob.has_magic(normal)))
+        checked.append(HiddenEntry(normal, magic))
     return tuple(checked)
 
 
