@@ -25,7 +25,15 @@ from typing import Final, Literal
 from lmc.paths import host_which
 from lmc.settings import parse_size
 
-__all__ = ["GIB", "CgroupBackend", "KernelLimits", "Limits", "find_backend", "parse_size"]
+__all__ = [
+    "GIB",
+    "CgroupBackend",
+    "KernelLimits",
+    "Limits",
+    "find_backend",
+    "parse_size",
+    "process_ending",
+]
 
 MIB: Final = 1024**2
 GIB: Final = 1024**3
@@ -33,6 +41,8 @@ _CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 _GROUP_PARENT: Final = "lmc"
 #: Seconds to wait for a kernel's group to empty before leaving it to the next start.
 _EMPTY_WAIT: Final = 2.0
+#: Set once lmc's process is ending (:func:`process_ending`).
+_ENDING: list[bool] = []
 
 
 def _total_memory() -> int:
@@ -220,7 +230,8 @@ class KernelLimits:
 
     def remove(self) -> None:
         """Remove the groups (empty once the kernel's last process has been reaped, which
-        takes a moment after the kernel itself is gone)."""
+        takes a moment after the kernel itself is gone). In a process that is ending, a group
+        still emptying is left to the next lmc (:func:`remove_stale_groups`)."""
         deadline = time.monotonic() + _EMPTY_WAIT
         for group in self.groups:
             pause = 0.0005  # the last processes are reaped within a few ms: look again soon
@@ -231,11 +242,17 @@ class KernelLimits:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    if time.monotonic() > deadline:
+                    if _ENDING or time.monotonic() > deadline:
                         break
                     time.sleep(pause)
                     pause = min(pause * 2, 0.02)
         self.groups.clear()
+
+
+def process_ending() -> None:
+    """lmc's command returned and its process ends next: the kernels' groups are not waited
+    for to empty (a few ms after their last process is killed), the next lmc removes them."""
+    _ENDING.append(True)
 
 
 def remove_stale_groups(backend: CgroupBackend) -> None:

@@ -5,6 +5,7 @@ line in the output; the same attempts succeed with the sandbox off."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from support.sandbox_testing import Place, output_of
@@ -74,3 +75,49 @@ def test_the_default_memory_leaves_room_for_a_full_tmp_and_shm() -> None:
     assert limits.processes == 256 and limits.tmp_size == limits.shm_size == GIB
     assert limits.memory == default_memory() >= 4 * GIB
     assert limits.memory >= 2 * (limits.tmp_size + limits.shm_size)
+
+
+GROUPS_OF_A_RUN = """
+import os, sys
+from pathlib import Path
+from lmc.computer import Computer
+from lmc.computer.sandbox.limits import find_backend, process_ending
+backend = find_backend()
+computer = Computer(sandbox="workspace", workdir=sys.argv[1])
+said = [c.get("content") for c in computer.run("shell", "echo hi") if c.get("format") == "output"]
+assert said == ["hi\\n"], said
+mine = lambda: sorted(str(p) for h in (backend.pids, backend.memory)
+                      for p in (h / "lmc").glob(f"k-{os.getpid()}-*"))
+made = mine()
+if sys.argv[2] == "ending":
+    process_ending()
+computer.close()
+print(len(made), len(mine()))
+"""
+
+
+@pytest.mark.parametrize("ending", [False, True], ids=["close", "process-ending"])
+def test_a_kernels_groups_go_at_close_or_with_the_next_lmc(place: Place, ending: bool) -> None:
+    """A closed computer removes its kernel's control groups itself; in a process that is
+    ending (``lmc run`` once the command returned) it may leave them, and the next lmc's
+    start removes them (the pid in their name is gone)."""
+    import subprocess
+    import sys
+
+    backend = find_backend()
+    assert backend.pids is not None and backend.memory is not None
+    child = subprocess.run(
+        [sys.executable, "-c", GROUPS_OF_A_RUN, str(place.work), "ending" if ending else "-"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    made, left = map(int, child.stdout.split())
+    assert made == 2  # a pids group and a memory group
+    if not ending:
+        assert left == 0
+    # Whatever was left, the next lmc's start removes it.
+    starting = "from lmc.computer.sandbox.limits import find_backend; find_backend()"
+    subprocess.run([sys.executable, "-c", starting], check=True, timeout=60)
+    groups = [p for h in (backend.pids, backend.memory) for p in (h / "lmc").glob("k-*-*")]
+    stale = [g for g in groups if not Path(f"/proc/{g.name.split('-')[1]}").exists()]
+    assert stale == []  # no group of a process that is gone (the child's among them) stays
