@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from lmc.computer.kernel import KernelSession
 from lmc.computer.kernelspecs import kernel_spec
 from lmc.computer.languages import Language, resolve_language
-from lmc.computer.runtime import default_runtime_dir, shutdown_all
+from lmc.computer.runtime import default_runtime_dir, release_runtime_dir, shutdown_all
 from lmc.computer.sandbox import SandboxPolicy, resolve_policy
 from lmc.computer.sandbox.shared_net import SharedNetwork
 from lmc.computer.state import KernelState, kernel_options
@@ -145,16 +145,22 @@ def launch_ahead(
     except LmcError:  # the Computer made later says what is wrong
         return None
     held = shared_network(policy)
-    session = local_session(
-        resolved,
-        python=python,
-        runtime_dir=runtime_dir,
-        cwd=cwd,
-        sandbox=policy,
-        state=state,
-        restore=True,
-        network=held,
-    )
+    try:
+        session = local_session(
+            resolved,
+            python=python,
+            runtime_dir=runtime_dir,
+            cwd=cwd,
+            sandbox=policy,
+            state=state,
+            restore=True,
+            network=held,
+        )
+    except LmcError:  # no kernel spec (a broken install): the Computer made later says so
+        release_runtime_dir(runtime_dir)
+        if held is not None:
+            held.close()
+        return None
     ahead = KernelAhead(resolved.name, session, policy, cwd, python, state, runtime_dir, held)
     ahead._finalizer = weakref.finalize(ahead, shutdown_all, {resolved.name: session}, runtime_dir)
     session.launch()

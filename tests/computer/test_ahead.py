@@ -10,6 +10,9 @@ an unknown language or a missing program.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +23,8 @@ from lmc.computer import Computer
 from lmc.computer.ahead import KernelAhead, launch_ahead
 from lmc.computer.sandbox import find_tool
 from lmc.computer.state import KernelState
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -123,3 +128,29 @@ def test_nothing_is_launched_for_an_unknown_language_or_a_missing_program(
     monkeypatch.setenv("PATH", str(empty))  # no node here
     assert launch_ahead("javascript", sandbox="off", workdir=work) is None
     assert descendants(os.getpid()) == set()
+
+
+def test_a_broken_install_launches_nothing_and_leaves_nothing(
+    tmp_path: Path, short_tmpdir: Path
+) -> None:
+    """An install whose shell kernel spec is gone: nothing launched ahead, no session folder
+    left, and no traceback (the Computer made later says what is missing)."""
+    install = tmp_path / "install"
+    no_caches = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "lmc", install / "lmc", ignore=no_caches)
+    shutil.copytree(ROOT / "kernels", install / "lmc" / "_kernels", ignore=no_caches)
+    (install / "lmc" / "_kernels" / "lmc_shell" / "kernel.json").unlink()
+    work = tmp_path / "work"
+    work.mkdir()
+    code = (
+        "import sys; from lmc.computer.ahead import launch_ahead; "
+        "print(launch_ahead('shell', sandbox='off', workdir=sys.argv[1]))"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", code, str(work)],
+        env={**os.environ, "PYTHONPATH": str(install), "TMPDIR": str(short_tmpdir)},
+        cwd=tmp_path,  # not the checkout: its lmc would be imported instead
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (child.returncode, child.stdout.strip(), child.stderr) == (0, "None", "")
+    assert list(short_tmpdir.rglob("s-*")) == []  # the session folder made for it is gone
