@@ -2,14 +2,15 @@
 
 With a model that answers at once, the first block waits for the shell kernel to boot
 (bubblewrap, then the wrapper kernel). Launched here, once the settings are known and before
-lmc imports the agent, the terminal and the backends, the kernel boots on another core
-meanwhile instead of after them. The computer is made as the interpreter would make it: from
-the same settings and sandbox policy, keeping the shell's state under the id the new
-conversation then gets. The interpreter takes it (:meth:`HeadStart.hand_to`) only when its
-settings are the same; otherwise, or when the run ends before (bad usage, an error, Ctrl-C,
-SIGTERM), :meth:`HeadStart.close` shuts it down, kernel and all (:mod:`lmc.cli.app` calls it
-on every way out).
-"""
+lmc imports the agent, the terminal, the backends and even the Computer
+(:mod:`lmc.computer.ahead`), the kernel boots on another core meanwhile instead of after them;
+the server's context is asked meanwhile too (:func:`lmc.backends.served.read_ahead`). The
+kernel is made as the interpreter's computer would make it: from the same settings and sandbox
+policy, keeping the shell's state under the id the new conversation then gets. The
+interpreter gets a computer that takes it (:meth:`HeadStart.hand_to`) only when its settings
+are the same; otherwise, or when the run ends before (bad usage, an error, Ctrl-C, SIGTERM),
+:meth:`HeadStart.close` shuts it down, kernel and all (:mod:`lmc.cli.app` calls it on every
+way out)."""
 
 from __future__ import annotations
 
