@@ -384,17 +384,12 @@ def read_ahead(config: BackendConfig) -> None:
 
 def take_ahead(config: BackendConfig) -> ServedAnswers | None:
     """The GETs sent ahead to the server ``config`` names, with the same key (None: none);
-    any others are closed."""
+    any others are dropped unread (their threads end with their requests: waiting for them
+    could hold the backend up for a slow server it does not use)."""
     with _AHEAD_LOCK:
         pending = list(_AHEAD)
         _AHEAD.clear()
-    taken = None
-    for answers in pending:
-        if taken is None and answers.serves(config):
-            taken = answers
-        else:
-            answers.close()
-    return taken
+    return next((answers for answers in pending if answers.serves(config)), None)
 
 
 def drop_ahead() -> None:

@@ -68,13 +68,13 @@ def _run(plain: Any) -> int:
             head_start = launch_shell(plain)
             from lmc.cli.oneshot import run_once
             from lmc.cli.options import SharedOptions
-            from lmc.computer.sandbox.limits import process_ending
 
-            # lmc ends once the run returns: a kernel's control groups still emptying at its
-            # close are removed by the next lmc (not waited for, a few ms of every exit).
-            process_ending()
             status = run_once(
-                plain.prompt, SharedOptions(**plain.given), audio=plain.audio, head_start=head_start
+                plain.prompt,
+                SharedOptions(**plain.given),
+                audio=plain.audio,
+                head_start=head_start,
+                process_ends=True,
             )
         except Terminated:
             from lmc.cli.session import EXIT_INTERRUPTED

@@ -111,8 +111,14 @@ def launch_shell(run: RunArgs) -> HeadStart | None:
     conversation_id = new_conversation_id()
     state = kernel_state_for(settings, conversation_id)
     ahead = launch_ahead(FIRST_KERNEL, **sandbox_options(settings), state=state)
-    _read_served_ahead(settings)
-    return None if ahead is None else HeadStart(loaded, settings, ahead, conversation_id)
+    head = None if ahead is None else HeadStart(loaded, settings, ahead, conversation_id)
+    try:
+        _read_served_ahead(settings)
+    except BaseException:
+        if head is not None:
+            head.close()  # nothing else would end the kernel launched just now
+        raise
+    return head
 
 
 def _read_served_ahead(settings: Settings) -> None:

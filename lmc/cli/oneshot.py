@@ -79,23 +79,31 @@ def _message(prompt: str | None, audio: str | None) -> Message | str | int:
 
 
 def run_once(
-    prompt: str | None, options: SharedOptions, audio: str | None = None, head_start: Any = None
+    prompt: str | None,
+    options: SharedOptions,
+    audio: str | None = None,
+    head_start: Any = None,
+    *,
+    process_ends: bool = False,
 ) -> int:
     """Ask once (with text, or speech from ``audio``); 0 on a final answer, 3 without one
     (4 when the loop guard stopped a model repeating itself),
     1 on an error, 2 on bad usage, 130 on Ctrl-C and 128 + N on signal N (SIGTERM, SIGHUP),
     after the same orderly close. ``head_start``: the shell kernel launched ahead
-    (:mod:`lmc.cli.head_start`), for the interpreter to take."""
+    (:mod:`lmc.cli.head_start`), for the interpreter to take. ``process_ends``: the process
+    ends after this (``lmc run``'s own): the final close does not wait for the kernels'
+    control groups to empty (the next lmc removes them,
+    :func:`lmc.computer.sandbox.limits.process_ending`)."""
     with terminate_like_interrupt():
         try:
-            status = _run_once(prompt, options, audio, head_start)
+            status = _run_once(prompt, options, audio, head_start, process_ends)
         except Terminated:
             status = EXIT_INTERRUPTED
         return exit_status(status)  # also for a signal that came while lmc was closing
 
 
 def _run_once(
-    prompt: str | None, options: SharedOptions, audio: str | None, head_start: Any
+    prompt: str | None, options: SharedOptions, audio: str | None, head_start: Any, ends: bool
 ) -> int:
     message = _message(prompt, audio)
     if isinstance(message, int):
@@ -126,6 +134,10 @@ def _run_once(
         return 1
     finally:
         with closing():
+            if ends:
+                from lmc.computer.sandbox.limits import process_ending
+
+                process_ending()
             interpreter.close()
         if terminal is not None:
             terminal.close()

@@ -101,9 +101,16 @@ class KernelAhead:
     def close(self) -> None:
         """Shut the kernel down and remove its folder and network namespace."""
         self.taken()
-        shutdown_all({self.language: self.session}, self.runtime_dir)
-        if self.network is not None:
-            self.network.close()
+        _end({self.language: self.session}, self.runtime_dir, self.network)
+
+
+def _end(
+    sessions: dict[str, KernelSession], runtime_dir: Path, network: SharedNetwork | None
+) -> None:
+    """What a kernel launched ahead holds, ended (closed, or collected unclosed)."""
+    shutdown_all(sessions, runtime_dir)
+    if network is not None:
+        network.close()
 
 
 def launch_ahead(
@@ -162,7 +169,7 @@ def launch_ahead(
             held.close()
         return None
     ahead = KernelAhead(resolved.name, session, policy, cwd, python, state, runtime_dir, held)
-    ahead._finalizer = weakref.finalize(ahead, shutdown_all, {resolved.name: session}, runtime_dir)
+    ahead._finalizer = weakref.finalize(ahead, _end, {resolved.name: session}, runtime_dir, held)
     session.launch()
     session.wait_launched()
     return ahead

@@ -68,9 +68,9 @@ def forget_tool() -> None:
     found (or remembered for the boot) may no longer hold."""
     from lmc.computer.sandbox.probe_memory import forget
 
-    with _cache_lock:
+    with _cache_lock:  # forgotten first: no other thread reads the record back meanwhile
+        forget()
         _cache.clear()
-    forget()
 
 
 def _probe(kind: str, path: str | None, *, remembered: bool) -> SandboxTool:

@@ -4,13 +4,17 @@ The probe (:mod:`.detect`) runs bwrap on ``true`` with every namespace a kernel 
 and a core of every ``lmc run``'s start, for an answer that changes only when the machine
 does. Only success is remembered, under a fingerprint of everything the answer depends on:
 the boot, the bwrap binary (path, inode, size, times, mode, owner), lmc's probe command, the
-user and groups, the namespaces lmc runs in, the kernel release and the sysctls that allow or
-forbid unprivileged namespaces. When any of them differs, the probe runs again.
+user and groups, the namespaces lmc runs in, how lmc itself is confined (seccomp, no_new_privs,
+capabilities, its security label: a service may forbid namespaces that a login shell has), the
+kernel release and the sysctls that allow or forbid unprivileged namespaces. When any of them
+differs, the probe runs again.
 
 A wrong memory fails closed: the kernel's start fails (code never runs unsandboxed for it),
 and that failure forgets it (:func:`forget`), so the next start probes. The record lives in
-lmc's cache directory; it is replaced whole (never written through a planted link) and read
-without following links; anything unreadable or unexpected is no memory.
+lmc's cache directory, only while that is a real folder of the person's own (a link there is
+neither read nor written through); the record is replaced whole (a planted link is replaced,
+not written through) and read only when it is a regular file of theirs (never a FIFO that
+would block the start); anything unreadable or unexpected is no memory.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from lmc.paths import cache_dir, private_dir
+from lmc.paths import cache_dir
 
 __all__ = ["fingerprint", "forget", "remember", "remembered"]
 
@@ -44,10 +50,45 @@ _SYSCTLS: Final = (
     "/proc/sys/user/max_cgroup_namespaces",
 )
 _NAMESPACES: Final = ("user", "mnt", "net", "pid", "ipc", "uts", "cgroup")
+#: How lmc's own process is confined (``/proc/self/status`` fields).
+_CONFINEMENT: Final = ("Seccomp", "NoNewPrivs", "CapEff", "CapPrm", "CapBnd")
+#: A temporary record older than this was left by an lmc killed while writing it.
+_STALE_SECONDS: Final = 60.0
 
 
-def _record_path() -> Path:
-    return cache_dir() / _NAME
+def _own_folder() -> Path | None:
+    """lmc's cache folder when it is a real folder of this user's (None: missing, a link,
+    someone else's, or no home to find it in)."""
+    try:
+        folder = cache_dir()
+        info = os.lstat(folder)
+    except (OSError, RuntimeError):
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        return None
+    return folder
+
+
+def _made_own_folder() -> Path | None:
+    """:func:`_own_folder`, made (0700) when it is missing; never through a link."""
+    folder = _own_folder()
+    if folder is not None:
+        return folder
+    with contextlib.suppress(OSError, RuntimeError):
+        wanted = cache_dir()
+        wanted.parent.mkdir(parents=True, exist_ok=True)
+        wanted.mkdir(mode=0o700)  # not exist_ok: whatever is there already is looked at below
+    return _own_folder()
+
+
+def _confinement() -> list[str]:
+    """The confinement lines of ``/proc/self/status`` and the security label."""
+    try:
+        status = Path("/proc/self/status").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        status = ""
+    lines = [line for line in status.splitlines() if line.split(":", 1)[0] in _CONFINEMENT]
+    return [*lines, _read("/proc/self/attr/current") or ""]
 
 
 def _read(path: str) -> str | None:
@@ -75,6 +116,7 @@ def fingerprint(bwrap: str, command: Sequence[str]) -> str | None:
         "command": list(command),
         "ids": [os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups())],
         "namespaces": namespaces,
+        "confinement": _confinement(),
         "kernel": os.uname().release,
         "sysctls": [_read(path) for path in _SYSCTLS],
     }
@@ -84,14 +126,19 @@ def fingerprint(bwrap: str, command: Sequence[str]) -> str | None:
 def remembered(bwrap: str, command: Sequence[str]) -> bool:
     """Whether a probe of ``bwrap`` succeeded on this machine as it is now."""
     wanted = fingerprint(bwrap, command)
-    if wanted is None:
+    folder = _own_folder()
+    if wanted is None or folder is None:
         return False
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO must not block
     try:
-        fd = os.open(_record_path(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(folder / _NAME, flags)
     except OSError:
         return False
     with os.fdopen(fd, "rb") as file:
         try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+                return False
             data = file.read(_MAX_SIZE + 1)
         except OSError:
             return False
@@ -107,11 +154,11 @@ def remembered(bwrap: str, command: Sequence[str]) -> bool:
 def remember(bwrap: str, command: Sequence[str]) -> None:
     """Keep a successful probe of ``bwrap`` for the next lmc (quietly nothing on failure)."""
     works = fingerprint(bwrap, command)
-    if works is None:
+    folder = _made_own_folder()
+    if works is None or folder is None:
         return
     data = json.dumps({"works": works}).encode("utf-8")
     with contextlib.suppress(OSError):
-        folder = private_dir(cache_dir())
         fd, name = tempfile.mkstemp(prefix=".sandbox-probe-", dir=folder)
         temporary = Path(name)
         try:
@@ -120,9 +167,23 @@ def remember(bwrap: str, command: Sequence[str]) -> None:
             temporary.replace(folder / _NAME)  # replaces a planted link, not its target
         except OSError:
             temporary.unlink(missing_ok=True)
+    _remove_stale_temporaries(folder)
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """Records half written by an lmc that was killed meanwhile (a minute old or more)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.name.startswith(".sandbox-probe-"):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_SECONDS:
+                        Path(entry.path).unlink()
 
 
 def forget() -> None:
     """Drop the remembered success (a sandboxed kernel failed to start)."""
-    with contextlib.suppress(OSError):
-        _record_path().unlink(missing_ok=True)
+    folder = _own_folder()
+    if folder is not None:
+        with contextlib.suppress(OSError):
+            (folder / _NAME).unlink(missing_ok=True)

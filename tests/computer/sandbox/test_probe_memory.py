@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from lmc.computer.sandbox import detect, find_tool, probe_memory
 from lmc.computer.sandbox.bubblewrap import probe_command
 
 REAL_BWRAP = shutil.which("bwrap")
+#: A new process's question: does the sandbox work here?
+ASK = "from lmc.computer.sandbox import find_tool; print(find_tool().usable)"
 
 
 @pytest.fixture
@@ -159,3 +163,57 @@ def test_a_fresh_probe_ignores_the_memory(fresh: Path) -> None:
     probe_memory.remember(str(broken), probe_command(str(broken)))
     assert _ask_again().usable
     assert not find_tool(fresh=True).usable  # lmc doctor's question
+
+
+def test_a_fifo_planted_as_the_record_neither_blocks_nor_counts(fresh: Path) -> None:
+    """A named pipe where the record goes: opened without blocking, not a regular file, so
+    no memory (without O_NONBLOCK the open waits for a writer forever: every start hangs)."""
+    _, log = _logging_bwrap(fresh)
+    folder = Path(os.environ["LMC_CACHE_DIR"])
+    folder.mkdir()
+    os.mkfifo(folder / "sandbox-probe.json")
+    child = subprocess.run(
+        [sys.executable, "-c", ASK], capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (child.returncode, child.stdout.strip()) == (0, "True"), child.stderr
+    assert _runs(log) == 1  # it probed
+
+
+def test_a_linked_cache_folder_is_neither_read_nor_written_through(
+    fresh: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = _shim(fresh, "exit 1")
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    victim.chmod(0o755)
+    monkeypatch.setenv("LMC_CACHE_DIR", str(victim))
+    probe_memory.remember(str(broken), probe_command(str(broken)))  # a record reachable only...
+    link = tmp_path / "linked-cache"
+    link.symlink_to(victim)  # ...through a planted link
+    monkeypatch.setenv("LMC_CACHE_DIR", str(link))
+    assert not _ask_again().usable  # not read through the link: probed, and bwrap fails
+    victim.chmod(0o755)
+    before = sorted(p.name for p in victim.iterdir())
+    shutil.copy(REAL_BWRAP or "", fresh / "bwrap")
+    assert _ask_again().usable  # a success now: nothing kept, nothing changed through the link
+    assert sorted(p.name for p in victim.iterdir()) == before
+    assert victim.stat().st_mode & 0o777 == 0o755
+
+
+def test_a_process_confined_otherwise_probes_for_itself(fresh: Path) -> None:
+    """The same user, namespaces and binary, but no_new_privs set: a service may be kept from
+    what a login shell may do, so the memory of the unconfined process does not count."""
+    setpriv = shutil.which("setpriv")
+    assert setpriv is not None, "setpriv (util-linux) is needed"
+    _, log = _logging_bwrap(fresh)
+    assert find_tool().usable and _runs(log) == 1
+    again = subprocess.run(
+        [sys.executable, "-c", ASK], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert again.stdout.strip() == "True" and _runs(log) == 1  # same confinement: remembered
+    confined = subprocess.run(
+        [setpriv, "--no-new-privs", sys.executable, "-c", ASK],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert confined.returncode == 0, confined.stderr
+    assert _runs(log) == 2  # probed anew under its own confinement
