@@ -258,22 +258,14 @@ def server_lines(settings: Any) -> list[tuple[str, bool, str]]:
 
 def sandbox_lines(settings: Any) -> list[tuple[str, bool, str]]:
     """(name, good, detail) for the sandbox: mode, tool, network, what is hidden."""
-    from lmc.cli.sandbox_settings import sandbox_limits
-    from lmc.computer.sandbox import INSTALL_HINT, find_tool, resolve_policy
+    from lmc.cli.sandbox_settings import resolve_sandbox
+    from lmc.computer.sandbox import INSTALL_HINT, find_tool
     from lmc.computer.sandbox.report import protections
 
     tool = find_tool(fresh=True)  # probed now: a success remembered for the boot is not asked
     lines: list[tuple[str, bool, str]] = []
     try:
-        policy, warning = resolve_policy(
-            settings.sandbox,
-            network=settings.network,
-            workdir=settings.workdir,
-            hide=settings.sandbox_hide,
-            env=settings.sandbox_env,
-            keep_writable=settings.sandbox_writable,
-            limits=sandbox_limits(settings),
-        )
+        policy, warning = resolve_sandbox(settings)
     except LmcError as exc:
         return [("mode", False, f"{settings.sandbox}: {exc}"), ("tool", False, INSTALL_HINT)]
     asked = settings.sandbox or "default"
