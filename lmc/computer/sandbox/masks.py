@@ -284,8 +284,8 @@ def mounts(
     writable = [Path(p).resolve() for p in policy.writable()]
     keep = policy.kept_writable() if writable else []
     # Each entry looked at once: what exists now is both what is hidden and what seals.
-    matched = [(entry, entry.matches()) for entry in policy.hidden_entries]
-    hidden_now = list(dict.fromkeys(path for _entry, found in matched for path in found))
+    matched = policy.hidden_matches()
+    hidden_now = policy.hidden_paths(matched)
     home = Path.home().resolve() if Path.home().is_dir() else None
     plan = _Plan(policy, writable, set(hidden_now), home, [], [])
     _seal_home_and_anchors(plan, matched)

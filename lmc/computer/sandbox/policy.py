@@ -219,13 +219,17 @@ class SandboxPolicy:
         """Every hide entry (defaults, lmc's own directories, then the person's)."""
         return check_hide((*DEFAULT_HIDDEN, *lmc_private_dirs(), *self.hide))
 
-    def hidden_paths(self) -> list[Path]:
-        """Every hidden path that exists now, resolved (links followed), deduplicated."""
-        seen: dict[Path, None] = {}
-        for entry in self.hidden_entries:
-            for path in entry.matches():
-                seen.setdefault(path, None)
-        return list(seen)
+    def hidden_matches(self) -> list[tuple[HiddenEntry, list[Path]]]:
+        """Every hide entry with what exists of it now, resolved (links followed)."""
+        return [(entry, entry.matches()) for entry in self.hidden_entries]
+
+    def hidden_paths(
+        self, matched: Sequence[tuple[HiddenEntry, list[Path]]] | None = None
+    ) -> list[Path]:
+        """Every hidden path that exists now (or in ``matched``, :meth:`hidden_matches`
+        already taken), resolved, deduplicated."""
+        pairs = self.hidden_matches() if matched is None else matched
+        return list(dict.fromkeys(path for _entry, found in pairs for path in found))
 
     def writable(self) -> list[Path]:
         """Directories the code may write in besides the private /tmp."""
